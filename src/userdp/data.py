@@ -1,0 +1,560 @@
+"""The user data model: n users, each a multiset of items.
+
+A :class:`UserDataset` stores all users' items in compressed sparse row (CSR) form: ``offsets``
+(length ``n + 1``) and one ``items`` array, so that user ``i`` holds
+``items[offsets[i]:offsets[i + 1]]``. Items are either
+
+* **ids in a finite domain** (words, venues, categories): ``items`` is an ``int64`` array of codes
+  into a :class:`FiniteDomain`, or
+* **points** (latitude/longitude, embedding vectors): ``items`` is a ``float64`` array of shape
+  ``(N, dim)``, optionally inside a :class:`BoxDomain`.
+
+Domains and boxes are *public* parameters: userdp never reads them off the data for a release. A
+domain built with :meth:`FiniteDomain.from_data` is marked ``public=False``, and every mechanism whose
+output reveals the domain refuses such a dataset.
+
+Notation follows Imola et al. (CCS 2024), section 2.2: ``K_i`` is user ``i``'s multiset, ``K~_i`` its
+normalized histogram and ``K_G`` the global dataset (the union of all ``K_i``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import lzma
+import bz2
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import scipy.sparse as sp
+
+from .errors import DataError
+
+if TYPE_CHECKING:
+    from .engines.base import Engine
+    from .noise import RngLike
+
+__all__ = ["FiniteDomain", "BoxDomain", "UserDataset", "read_table", "to_arrow"]
+
+
+# --------------------------------------------------------------------------------------------
+# Domains
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class FiniteDomain:
+    """A finite, ordered set of item labels (item ``j`` has code ``j``).
+
+    Parameters
+    ----------
+    labels:
+        The public list of possible items. Labels must be unique strings or integers.
+    public:
+        ``True`` when the labels were given by the caller; ``False`` when they were read off the
+        data (:meth:`from_data`), in which case releases that reveal the domain refuse the dataset.
+    """
+
+    labels: np.ndarray
+    public: bool = True
+    _index: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        labels = np.asarray(self.labels)
+        if labels.ndim != 1 or labels.size == 0:
+            raise DataError("a finite domain needs a non-empty 1-D list of labels")
+        if labels.dtype.kind not in "iuUO":
+            raise DataError(f"domain labels must be strings or integers, not {labels.dtype}")
+        if labels.dtype.kind == "O":
+            if not all(isinstance(x, (str, int, np.integer)) and not isinstance(x, bool) for x in labels):
+                raise DataError("domain labels must be strings or integers")
+        index = {(x.item() if hasattr(x, "item") else x): i for i, x in enumerate(labels)}
+        if len(index) != labels.size:
+            raise DataError("domain labels must be unique")
+        object.__setattr__(self, "labels", labels)
+        object.__setattr__(self, "_index", index)
+
+    def __len__(self) -> int:
+        return int(self.labels.size)
+
+    def __repr__(self) -> str:
+        return f"FiniteDomain(size={len(self)}, public={self.public})"
+
+    @classmethod
+    def from_data(cls, values: Sequence[Any] | np.ndarray) -> FiniteDomain:
+        """The set of distinct values seen in the data, sorted. Marked ``public=False``."""
+        return cls(np.unique(np.asarray(values)), public=False)
+
+    def encode(self, values: Sequence[Any] | np.ndarray) -> np.ndarray:
+        """Codes of ``values``; a :class:`DataError` if any value is not in the domain."""
+        arr = np.asarray(values)
+        uniq, inv = np.unique(arr, return_inverse=True)
+        codes_u = np.fromiter(
+            (self._index.get(u.item() if hasattr(u, "item") else u, -1) for u in uniq),
+            dtype=np.int64,
+            count=uniq.size,
+        )
+        if np.any(codes_u < 0):
+            n_bad = int(np.sum(codes_u < 0))
+            raise DataError(f"{n_bad} distinct item value(s) are not in the declared domain")
+        return codes_u[inv.reshape(-1)]
+
+
+@dataclass(frozen=True)
+class BoxDomain:
+    """A public axis-aligned box ``[low_j, high_j]`` for point items (for example a lat/lon bounding box)."""
+
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    names: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        low = tuple(float(x) for x in self.low)
+        high = tuple(float(x) for x in self.high)
+        if len(low) != len(high) or not low:
+            raise DataError("box low and high must have the same, positive length")
+        if not all(np.isfinite(low + high)) or any(a >= b for a, b in zip(low, high, strict=True)):
+            raise DataError(f"box must be finite with low < high in every coordinate, got {low} .. {high}")
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+        if self.names is not None and len(self.names) != len(low):
+            raise DataError("box names must match its dimension")
+
+    @property
+    def dim(self) -> int:
+        return len(self.low)
+
+    @classmethod
+    def latlon(cls, lat_min: float, lat_max: float, lon_min: float, lon_max: float) -> BoxDomain:
+        """A latitude/longitude box in degrees."""
+        if not (-90 <= lat_min < lat_max <= 90 and -180 <= lon_min < lon_max <= 180):
+            raise DataError("latitudes must lie in [-90, 90] and longitudes in [-180, 180]")
+        return cls((lat_min, lon_min), (lat_max, lon_max), ("lat", "lon"))
+
+    def contains(self, points: np.ndarray) -> np.ndarray:
+        """Boolean mask of the rows of ``points`` inside the (closed) box."""
+        p = np.asarray(points, dtype=np.float64).reshape(-1, self.dim)
+        return np.all((p >= np.asarray(self.low)) & (p <= np.asarray(self.high)), axis=1)
+
+    def check(self, points: np.ndarray) -> None:
+        """Raise :class:`DataError` if any point lies outside the box."""
+        inside = self.contains(points)
+        if not np.all(inside):
+            raise DataError(
+                f"{int(np.sum(~inside))} point(s) lie outside the declared box {self.low} .. {self.high}; "
+                "pass a larger public box or drop them explicitly"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# Tabular input
+# --------------------------------------------------------------------------------------------
+
+
+def to_arrow(table: Any) -> pa.Table:
+    """Convert a pandas / polars DataFrame, a pyarrow Table or a dict of columns to a pyarrow Table."""
+    if isinstance(table, pa.Table):
+        return table
+    if isinstance(table, pa.RecordBatch):
+        return pa.Table.from_batches([table])
+    mod = type(table).__module__
+    if mod.startswith("pandas"):
+        return pa.Table.from_pandas(table, preserve_index=False)
+    if mod.startswith("polars"):
+        return table.to_arrow()
+    if isinstance(table, dict):
+        try:
+            return pa.table({k: np.asarray(v) if not isinstance(v, pa.Array) else v for k, v in table.items()})
+        except (pa.ArrowInvalid, ValueError) as exc:
+            raise DataError(f"could not build a table from the dict of columns: {exc}") from exc
+    raise DataError(
+        f"unsupported table type {type(table).__name__}: pass a pandas/polars DataFrame, a pyarrow Table, "
+        "a dict of columns, or use UserDataset.from_file"
+    )
+
+
+def _open(path: Path):
+    suffixes = path.suffixes
+    if suffixes and suffixes[-1] == ".xz":
+        return lzma.open(path, "rb")
+    if suffixes and suffixes[-1] == ".gz":
+        return gzip.open(path, "rb")
+    if suffixes and suffixes[-1] == ".bz2":
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
+def read_table(path: str | Path, columns: Sequence[str] | None = None, format: str | None = None) -> pa.Table:
+    """Read a CSV, Parquet or JSON-lines file (optionally ``.gz`` / ``.xz`` / ``.bz2`` compressed)."""
+    import pyarrow.csv as pcsv
+    import pyarrow.json as pjson
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"no such file: {path}")
+    sfx = [s.lower() for s in path.suffixes if s.lower() not in (".xz", ".gz", ".bz2")]
+    fmt = format or (sfx[-1].lstrip(".") if sfx else "")
+    if fmt in ("parquet", "pq"):
+        table = pq.read_table(path)
+    elif fmt in ("csv", "tsv", "txt"):
+        with _open(path) as fh:
+            opts = pcsv.ParseOptions(delimiter="\t" if fmt == "tsv" else ",")
+            table = pcsv.read_csv(fh, parse_options=opts)
+    elif fmt in ("json", "jsonl", "ndjson"):
+        with _open(path) as fh:
+            table = pjson.read_json(fh)
+    else:
+        raise DataError(f"cannot tell the format of {path.name}; pass format='csv', 'parquet' or 'jsonl'")
+    if columns is not None:
+        _require_columns(table, columns)
+        table = table.select(list(columns))
+    return table
+
+
+def _require_columns(table: pa.Table, columns: Sequence[str]) -> None:
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise DataError(f"column(s) {missing} not found; the table has columns {table.column_names}")
+
+
+def _column_numpy(col: pa.ChunkedArray, name: str) -> np.ndarray:
+    if col.null_count:
+        raise DataError(f"column {name!r} has {col.null_count} missing value(s)")
+    return col.to_numpy()
+
+
+# --------------------------------------------------------------------------------------------
+# The dataset
+# --------------------------------------------------------------------------------------------
+
+
+class UserDataset:
+    """n users, each a multiset of items, stored in CSR form.
+
+    Build one with :meth:`from_table`, :meth:`from_file`, :meth:`from_arrays` or :meth:`from_lists`.
+
+    Attributes
+    ----------
+    offsets:
+        ``int64`` array of length ``n_users + 1``; user ``i`` holds ``items[offsets[i]:offsets[i+1]]``.
+    items:
+        ``int64`` codes (finite domain) or ``float64`` points of shape ``(N, dim)``.
+    user_ids:
+        The original user keys, one per user (never released by a mechanism).
+    domain:
+        A :class:`FiniteDomain` for ids, a :class:`BoxDomain` or ``None`` for points.
+    """
+
+    def __init__(
+        self,
+        offsets: np.ndarray,
+        items: np.ndarray,
+        user_ids: np.ndarray | None = None,
+        domain: FiniteDomain | BoxDomain | None = None,
+    ) -> None:
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0 or np.any(np.diff(offsets) < 0):
+            raise DataError("offsets must start at 0 and be non-decreasing")
+        items = np.asarray(items)
+        if items.shape[0] != offsets[-1]:
+            raise DataError(f"offsets end at {offsets[-1]} but there are {items.shape[0]} items")
+        if isinstance(domain, FiniteDomain) or (domain is None and items.ndim == 1 and items.dtype.kind in "iu"):
+            items = np.ascontiguousarray(items, dtype=np.int64)
+            if items.ndim != 1:
+                raise DataError("finite-domain items must be a 1-D array of codes")
+            if domain is not None and items.size and (items.min() < 0 or items.max() >= len(domain)):
+                raise DataError("item codes fall outside the finite domain")
+        else:
+            items = np.ascontiguousarray(items, dtype=np.float64)
+            if items.ndim == 1:
+                items = items[:, None]
+            if items.ndim != 2:
+                raise DataError("point items must have shape (N, dim)")
+            if not np.all(np.isfinite(items)):
+                raise DataError("point coordinates contain NaN or inf")
+            if isinstance(domain, BoxDomain):
+                if domain.dim != items.shape[1]:
+                    raise DataError(f"box has dimension {domain.dim} but points have {items.shape[1]}")
+                domain.check(items)
+        n = offsets.size - 1
+        if user_ids is None:
+            user_ids = np.arange(n)
+        user_ids = np.asarray(user_ids)
+        if user_ids.shape != (n,):
+            raise DataError(f"expected {n} user ids, got {user_ids.shape}")
+        self.offsets = offsets
+        self.items = items
+        self.user_ids = user_ids
+        self.domain = domain
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_arrays(
+        cls,
+        users: Sequence[Any] | np.ndarray,
+        items: Sequence[Any] | np.ndarray,
+        domain: FiniteDomain | BoxDomain | None = None,
+        engine: Engine | None = None,
+    ) -> UserDataset:
+        """Build from one record per item: ``users[j]`` holds ``items[j]``.
+
+        Items given as strings or integers are ids in a finite domain (``domain`` given, or read off
+        the data and marked non-public); items given as a float array of shape ``(N, dim)`` (or
+        ``(N,)``) are points.
+        """
+        users = np.asarray(users)
+        items_arr = np.asarray(items)
+        if users.ndim != 1:
+            raise DataError("users must be a 1-D array")
+        if users.size == 0:
+            raise DataError("the input is empty: no records")
+        if items_arr.shape[0] != users.size:
+            raise DataError(f"{users.size} user keys but {items_arr.shape[0]} items")
+        if users.dtype.kind == "f":
+            if not np.all(np.isfinite(users)):
+                raise DataError("user keys contain NaN or inf")
+        elif users.dtype.kind not in "iuUSO":
+            raise DataError(f"unsupported user key type {users.dtype}")
+        point_domain = isinstance(domain, BoxDomain)
+        if point_domain or items_arr.dtype.kind == "f" or items_arr.ndim == 2:
+            if items_arr.dtype.kind not in "iuf":
+                raise DataError(f"point coordinates must be numeric, not {items_arr.dtype}")
+            codes = items_arr.astype(np.float64)
+            if not np.all(np.isfinite(codes)):
+                raise DataError("point coordinates contain NaN or inf")
+        else:
+            if items_arr.dtype.kind == "b":
+                raise DataError("item ids must be strings or integers, not booleans")
+            if items_arr.dtype.kind == "O":
+                bad = [x for x in items_arr[:1000] if not isinstance(x, (str, int, np.integer)) or isinstance(x, bool)]
+                if bad:
+                    raise DataError(f"item ids must be strings or integers, found {type(bad[0]).__name__}")
+            elif items_arr.dtype.kind not in "iuU":
+                raise DataError(f"item ids must be strings or integers, not {items_arr.dtype}")
+            if domain is None:
+                domain = FiniteDomain.from_data(items_arr)
+            codes = domain.encode(items_arr)
+        from .engines import get_engine
+
+        eng = get_engine(engine)
+        offsets, order, user_keys = eng.group_by_user(users)
+        return cls(offsets, codes[order], user_keys, domain)
+
+    @classmethod
+    def from_lists(
+        cls, per_user: Sequence[Sequence[Any]], domain: FiniteDomain | BoxDomain | None = None
+    ) -> UserDataset:
+        """Build from one list of items per user (users may be empty; see :meth:`require_items`)."""
+        counts = np.fromiter((len(u) for u in per_user), dtype=np.int64, count=len(per_user))
+        if counts.size == 0:
+            raise DataError("the input is empty: no users")
+        offsets = np.concatenate([[0], np.cumsum(counts)])
+        flat = [x for u in per_user for x in u]
+        if isinstance(domain, BoxDomain) or (flat and isinstance(flat[0], (list, tuple, np.ndarray, float))):
+            items = np.asarray(flat, dtype=np.float64).reshape(len(flat), -1) if flat else np.empty((0, 1))
+            return cls(offsets, items, None, domain)
+        arr = np.asarray(flat)
+        if domain is None:
+            if arr.size == 0:
+                raise DataError("cannot infer a domain from no items; pass domain=")
+            domain = FiniteDomain.from_data(arr)
+        codes = domain.encode(arr) if arr.size else np.empty(0, dtype=np.int64)
+        return cls(offsets, codes, None, domain)
+
+    @classmethod
+    def from_table(
+        cls,
+        table: Any,
+        user: str,
+        item: str | None = None,
+        items: Sequence[str] | None = None,
+        domain: FiniteDomain | BoxDomain | None = None,
+        engine: Engine | None = None,
+    ) -> UserDataset:
+        """Build from a table (pandas, polars, pyarrow or dict of columns).
+
+        Name the user column and either one ``item`` column (ids) or several ``items`` columns
+        (point coordinates, e.g. ``items=["lat", "lon"]``).
+        """
+        if (item is None) == (items is None):
+            raise DataError("name exactly one of item= (ids) or items= (point coordinate columns)")
+        t = to_arrow(table)
+        cols = [user] + ([item] if item is not None else list(items))
+        _require_columns(t, cols)
+        if t.num_rows == 0:
+            raise DataError("the input is empty: no rows")
+        users = _column_numpy(t.column(user), user)
+        if item is not None:
+            col = t.column(item)
+            typ = col.type
+            if pa.types.is_dictionary(typ):
+                col = col.cast(typ.value_type)
+                typ = typ.value_type
+            if not (pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_integer(typ)):
+                raise DataError(
+                    f"item column {item!r} has type {typ}; ids must be strings or integers "
+                    "(use items=[...] for point coordinates)"
+                )
+            vals = _column_numpy(col, item)
+        else:
+            arrs = []
+            for c in items:
+                col = t.column(c)
+                if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type)):
+                    raise DataError(f"coordinate column {c!r} has type {col.type}; it must be numeric")
+                arrs.append(_column_numpy(col, c).astype(np.float64))
+            vals = np.column_stack(arrs)
+        return cls.from_arrays(users, vals, domain=domain, engine=engine)
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | Path,
+        user: str,
+        item: str | None = None,
+        items: Sequence[str] | None = None,
+        domain: FiniteDomain | BoxDomain | None = None,
+        format: str | None = None,
+        engine: Engine | None = None,
+    ) -> UserDataset:
+        """Build from a CSV, Parquet or JSON-lines file (see :func:`read_table`)."""
+        cols = [user] + ([item] if item is not None else list(items or []))
+        table = read_table(path, columns=cols, format=format)
+        return cls.from_table(table, user=user, item=item, items=items, domain=domain, engine=engine)
+
+    # -- basic properties -------------------------------------------------------------------------
+    @property
+    def n_users(self) -> int:
+        return int(self.offsets.size - 1)
+
+    @property
+    def n_items(self) -> int:
+        """Total number of items ``|K_G|``."""
+        return int(self.offsets[-1])
+
+    @property
+    def is_points(self) -> bool:
+        return self.items.dtype == np.float64
+
+    @property
+    def dim(self) -> int:
+        """Point dimension (1 for finite-domain ids)."""
+        return int(self.items.shape[1]) if self.is_points else 1
+
+    @property
+    def domain_size(self) -> int:
+        if not isinstance(self.domain, FiniteDomain):
+            raise DataError("this dataset's items are points, not ids in a finite domain")
+        return len(self.domain)
+
+    def counts(self) -> np.ndarray:
+        """Per-user item counts ``|K_i|``."""
+        return np.diff(self.offsets)
+
+    def user_index(self) -> np.ndarray:
+        """For every item, the index of the user holding it."""
+        return np.repeat(np.arange(self.n_users, dtype=np.int64), self.counts())
+
+    def user_items(self, i: int) -> np.ndarray:
+        """Items of user ``i`` (``K_i``)."""
+        return self.items[self.offsets[i] : self.offsets[i + 1]]
+
+    def __len__(self) -> int:
+        return self.n_users
+
+    def __repr__(self) -> str:
+        kind = f"points(dim={self.dim})" if self.is_points else f"ids(domain={self.domain!r})"
+        return f"UserDataset(n_users={self.n_users}, n_items={self.n_items}, items={kind})"
+
+    def require_items(self) -> UserDataset:
+        """Raise :class:`DataError` if any user has no items (normalized histograms need ``|K_i| > 0``)."""
+        if self.n_users == 0:
+            raise DataError("the dataset has no users")
+        empty = int(np.sum(self.counts() == 0))
+        if empty:
+            raise DataError(f"{empty} user(s) have no items; drop them or use a mechanism that allows it")
+        return self
+
+    def require_public_domain(self) -> UserDataset:
+        """Raise :class:`DataError` unless the items come from a caller-declared (public) finite domain."""
+        if not isinstance(self.domain, FiniteDomain):
+            raise DataError("this release needs ids in a finite domain")
+        if not self.domain.public:
+            raise DataError(
+                "the item domain was read off the data; pass the public domain (FiniteDomain(labels)) "
+                "so that the release does not reveal which items occur"
+            )
+        return self
+
+    def require_box(self) -> BoxDomain:
+        """The dataset's public :class:`BoxDomain` (raise if the points have none)."""
+        if not isinstance(self.domain, BoxDomain):
+            raise DataError("this release needs point items inside a public BoxDomain; pass domain=BoxDomain(...)")
+        return self.domain
+
+    # -- histograms (K~_i and K_G) ------------------------------------------------------------
+    def histograms(self, normalize: bool = True) -> sp.csr_matrix:
+        """Per-user histograms as a sparse ``n_users x k`` matrix (rows ``K~_i`` if ``normalize``)."""
+        k = self.domain_size
+        if normalize:
+            self.require_items()
+            w = np.repeat(1.0 / self.counts(), self.counts())
+        else:
+            w = np.ones(self.n_items)
+        m = sp.csr_matrix((w, (self.user_index(), self.items)), shape=(self.n_users, k))
+        m.sum_duplicates()
+        return m
+
+    def global_histogram(self, normalize: bool = True) -> np.ndarray:
+        """Histogram of ``K_G`` (normalized to sum 1 if ``normalize``)."""
+        h = np.bincount(self.items, minlength=self.domain_size).astype(np.float64)
+        if normalize:
+            if self.n_items == 0:
+                raise DataError("the dataset has no items")
+            h /= self.n_items
+        return h
+
+    # -- data-plane operations (through an engine) ----------------------------------------------
+    def dedupe(self, engine: Engine | None = None) -> UserDataset:
+        """Keep each distinct item once per user (sets instead of multisets)."""
+        from .engines import get_engine
+
+        return get_engine(engine).dedupe(self)
+
+    def sample(
+        self, s: int, replace: bool = True, rng: RngLike = None, engine: Engine | None = None
+    ) -> UserDataset:
+        """Per-user sampling: ``s`` items with replacement (every user then holds exactly ``s`` items,
+        Algorithm 3 of Imola et al.) or ``min(s, |K_i|)`` without replacement."""
+        from .engines import get_engine
+
+        return get_engine(engine).sample(self, s, replace, rng)
+
+    def subset_users(self, idx: np.ndarray) -> UserDataset:
+        """The dataset restricted to the users ``idx`` (in that order)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        counts = self.counts()[idx]
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        gather = np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in idx]) if idx.size else (
+            np.empty(0, dtype=np.int64)
+        )
+        return UserDataset(offsets, self.items[gather], self.user_ids[idx], self.domain)
+
+    def to_arrow(self, user: str = "user", item: str = "item") -> pa.Table:
+        """Back to one record per item (labels for finite domains)."""
+        users = np.repeat(self.user_ids, self.counts())
+        if self.is_points:
+            names = (
+                self.domain.names
+                if isinstance(self.domain, BoxDomain) and self.domain.names
+                else tuple(f"x{j}" for j in range(self.dim))
+            )
+            cols = {user: users, **{n: self.items[:, j] for j, n in enumerate(names)}}
+        else:
+            cols = {user: users, item: self.domain.labels[self.items]}
+        return pa.table(cols)
+

@@ -1,0 +1,34 @@
+"""Privacy guarantees, their conversions, and budget accounting."""
+
+from .budget import LedgerEntry, Session
+from .guarantees import (
+    ApproxDP,
+    DiscreteEMDDP,
+    EMDMetricDP,
+    Guarantee,
+    ItemMetricDP,
+    Model,
+    Neighbours,
+    PureDP,
+    alpha_from_targets,
+    compose,
+    group_privacy,
+    metric_from_dp,
+)
+
+__all__ = [
+    "ApproxDP",
+    "DiscreteEMDDP",
+    "EMDMetricDP",
+    "Guarantee",
+    "ItemMetricDP",
+    "LedgerEntry",
+    "Model",
+    "Neighbours",
+    "PureDP",
+    "Session",
+    "alpha_from_targets",
+    "compose",
+    "group_privacy",
+    "metric_from_dp",
+]
