@@ -544,6 +544,10 @@ class UserDataset:
         )
         return UserDataset(offsets, self.items[gather], self.user_ids[idx], self.domain)
 
+    def with_items(self, items: np.ndarray, domain: FiniteDomain | BoxDomain | None) -> UserDataset:
+        """The same users with each item replaced by ``items[j]`` (e.g. points mapped to grid cells)."""
+        return UserDataset(self.offsets, items, self.user_ids, domain)
+
     def to_arrow(self, user: str = "user", item: str = "item") -> pa.Table:
         """Back to one record per item (labels for finite domains)."""
         users = np.repeat(self.user_ids, self.counts())

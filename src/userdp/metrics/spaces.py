@@ -216,6 +216,21 @@ class GridL1(FiniteSpace):
         self.scale = 2.0
         self.unit = "[0,1)^2 L1"
 
+    def cells_of(self, points: np.ndarray, box: BoxDomain) -> np.ndarray:
+        """Cell codes of ``(N, 2)`` points inside the public ``box``: the first coordinate indexes rows,
+        the second columns; cell ``[i/side, (i+1)/side)`` along each axis, the top edge in the last cell."""
+        if box.dim != 2:
+            raise DataError("gridding needs a 2-D box")
+        p = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+        if not np.all(np.isfinite(p)):
+            raise DataError("points contain NaN or inf")
+        box.check(p)
+        low = np.asarray(box.low)
+        width = np.asarray(box.high) - low
+        ij = np.floor((p - low) / width * self.side).astype(np.int64)
+        np.clip(ij, 0, self.side - 1, out=ij)
+        return ij[:, 0] * self.side + ij[:, 1]
+
     def coords(self, codes) -> tuple[np.ndarray, np.ndarray]:
         c = self.check_codes(codes)
         return c // self.side, c % self.side

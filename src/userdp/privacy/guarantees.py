@@ -113,9 +113,9 @@ class ApproxDP(Guarantee):
         return self.delta == 0
 
     def describe(self) -> str:
-        d = "" if self.delta == 0 else f", delta = {self.delta:.3g}"
+        head = f"{self.epsilon:.4g}-DP" if self.delta == 0 else f"({self.epsilon:.4g}, {self.delta:.3g})-DP"
         return (
-            f"({self.epsilon:.4g}{d})-DP for {self.neighbours.value}: the output distribution changes by at "
+            f"{head} for {self.neighbours.value}: the output distribution changes by at "
             f"most a factor e^{self.epsilon:.4g}" + (f" plus {self.delta:.3g}" if self.delta else "")
         )
 

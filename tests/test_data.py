@@ -1,0 +1,200 @@
+"""Tests of the user data model (userdp.data)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from userdp.data import BoxDomain, FiniteDomain, UserDataset, read_table, to_arrow
+from userdp.errors import DataError
+
+RECORDS = {"user": ["u2", "u1", "u2", "u3", "u1", "u1"], "word": ["b", "a", "a", "c", "a", "d"]}
+
+
+def _check_basic(ds: UserDataset) -> None:
+    assert ds.n_users == 3 and ds.n_items == 6
+    assert list(ds.user_ids) == ["u1", "u2", "u3"]
+    assert list(ds.counts()) == [3, 2, 1]
+    labels = ds.domain.labels
+    assert sorted(labels[ds.user_items(0)]) == ["a", "a", "d"]
+
+
+@pytest.mark.parametrize("kind", ["dict", "pandas", "polars", "arrow"])
+def test_from_table_all_frontends(kind):
+    table = {
+        "dict": RECORDS,
+        "pandas": pd.DataFrame(RECORDS),
+        "polars": pl.DataFrame(RECORDS),
+        "arrow": pa.table(RECORDS),
+    }[kind]
+    ds = UserDataset.from_table(table, user="user", item="word")
+    _check_basic(ds)
+    assert not ds.domain.public
+
+
+@pytest.mark.parametrize("fmt", ["csv", "csv.gz", "parquet", "jsonl", "jsonl.gz"])
+def test_from_file_formats(tmp_path, fmt):
+    path = tmp_path / f"data.{fmt}"
+    rows = [dict(user=u, word=w) for u, w in zip(RECORDS["user"], RECORDS["word"], strict=True)]
+    if fmt.startswith("csv"):
+        text = "user,word\n" + "".join(f"{r['user']},{r['word']}\n" for r in rows)
+    elif fmt.startswith("jsonl"):
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+    if fmt == "parquet":
+        pq.write_table(pa.table(RECORDS), path)
+    elif fmt.endswith(".gz"):
+        with gzip.open(path, "wt") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text)
+    _check_basic(UserDataset.from_file(path, user="user", item="word"))
+
+
+def test_read_table_errors(tmp_path):
+    with pytest.raises(DataError, match="no such file"):
+        read_table(tmp_path / "missing.csv")
+    (tmp_path / "x.weird").write_text("a")
+    with pytest.raises(DataError, match="format"):
+        read_table(tmp_path / "x.weird")
+
+
+def test_public_domain_and_unknown_items():
+    dom = FiniteDomain(["a", "b", "c", "d"])
+    ds = UserDataset.from_table(RECORDS, user="user", item="word", domain=dom)
+    assert ds.domain.public and ds.domain_size == 4
+    ds.require_public_domain()
+    with pytest.raises(DataError, match="not in the declared domain"):
+        UserDataset.from_table(RECORDS, user="user", item="word", domain=FiniteDomain(["a", "b"]))
+    inferred = UserDataset.from_table(RECORDS, user="user", item="word")
+    with pytest.raises(DataError, match="read off the data"):
+        inferred.require_public_domain()
+
+
+def test_domain_validation():
+    with pytest.raises(DataError):
+        FiniteDomain(["a", "a"])
+    with pytest.raises(DataError):
+        FiniteDomain([])
+    with pytest.raises(DataError):
+        FiniteDomain(np.array([1.5, 2.5]))
+
+
+def test_bad_tables():
+    with pytest.raises(DataError, match=r"not found.*columns"):
+        UserDataset.from_table(RECORDS, user="person", item="word")
+    with pytest.raises(DataError, match="empty"):
+        UserDataset.from_table({"user": [], "word": []}, user="user", item="word")
+    with pytest.raises(DataError, match="missing"):
+        UserDataset.from_table(pa.table({"user": ["a", None], "word": ["x", "y"]}), user="user", item="word")
+    with pytest.raises(DataError, match="strings or integers"):
+        UserDataset.from_table({"user": [1, 2], "word": [0.5, 1.5]}, user="user", item="word")
+    with pytest.raises(DataError, match="strings or integers"):
+        UserDataset.from_table({"user": [1, 2], "word": [True, False]}, user="user", item="word")
+    with pytest.raises(DataError, match="exactly one"):
+        UserDataset.from_table(RECORDS, user="user")
+    with pytest.raises(DataError, match="unsupported table"):
+        UserDataset.from_table([1, 2, 3], user="user", item="word")
+
+
+def test_points_and_box():
+    box = BoxDomain.latlon(40.0, 41.0, -75.0, -73.0)
+    t = {"user": [1, 1, 2], "lat": [40.5, 40.7, 40.9], "lon": [-74.0, -73.5, -74.9]}
+    ds = UserDataset.from_table(t, user="user", items=["lat", "lon"], domain=box)
+    assert ds.is_points and ds.dim == 2 and ds.require_box() is box
+    bad = dict(t, lat=[40.5, 42.0, 40.9])
+    with pytest.raises(DataError, match="outside the declared box"):
+        UserDataset.from_table(bad, user="user", items=["lat", "lon"], domain=box)
+    with pytest.raises(DataError, match="NaN or inf"):
+        UserDataset.from_table(dict(t, lat=[40.5, np.nan, 40.9]), user="user", items=["lat", "lon"])
+    with pytest.raises(DataError, match="NaN or inf"):
+        UserDataset.from_table(dict(t, lon=[np.inf, -74.0, -74.0]), user="user", items=["lat", "lon"])
+    with pytest.raises(DataError, match="numeric"):
+        UserDataset.from_table(dict(t, lat=["a", "b", "c"]), user="user", items=["lat", "lon"])
+    no_box = UserDataset.from_table(t, user="user", items=["lat", "lon"])
+    with pytest.raises(DataError, match="BoxDomain"):
+        no_box.require_box()
+    with pytest.raises(DataError):
+        BoxDomain((0.0, 1.0), (0.0, 2.0))
+    with pytest.raises(DataError):
+        BoxDomain.latlon(40, 100, 0, 1)
+
+
+def test_histograms_and_global():
+    dom = FiniteDomain(["a", "b", "c", "d"])
+    ds = UserDataset.from_table(RECORDS, user="user", item="word", domain=dom)
+    H = ds.histograms().toarray()
+    assert np.allclose(H.sum(axis=1), 1)
+    assert np.allclose(H[0], [2 / 3, 0, 0, 1 / 3])
+    assert np.allclose(ds.histograms(normalize=False).toarray().sum(), 6)
+    assert np.allclose(ds.global_histogram(), np.array([3, 1, 1, 1]) / 6)
+    assert np.allclose(ds.global_histogram(normalize=False), [3, 1, 1, 1])
+
+
+def test_empty_users():
+    ds = UserDataset.from_lists([["a"], [], ["b", "a"]], domain=FiniteDomain(["a", "b"]))
+    assert list(ds.counts()) == [1, 0, 2]
+    with pytest.raises(DataError, match="no items"):
+        ds.require_items()
+    with pytest.raises(DataError, match="no items"):
+        ds.histograms()
+    with pytest.raises(DataError, match="empty"):
+        UserDataset.from_lists([])
+
+
+def test_offsets_validation():
+    with pytest.raises(DataError):
+        UserDataset(np.array([0, 2, 1]), np.array([0, 1]))
+    with pytest.raises(DataError):
+        UserDataset(np.array([0, 3]), np.array([0, 1]))
+    with pytest.raises(DataError):
+        UserDataset(np.array([0, 2]), np.array([0, 5]), domain=FiniteDomain(["a", "b"]))
+
+
+def test_sampling_with_replacement(rng):
+    ds = UserDataset.from_lists([[0, 1, 2], [3], [4, 5]], domain=FiniteDomain(list(range(6))))
+    s = ds.sample(2000, replace=True, rng=rng)
+    assert list(s.counts()) == [2000, 2000, 2000]
+    assert set(s.user_items(0)) == {0, 1, 2} and set(s.user_items(1)) == {3}
+    from scipy import stats
+
+    assert stats.chisquare(np.bincount(s.user_items(0), minlength=3)[:3]).pvalue > 1e-3
+
+
+def test_sampling_without_replacement(rng):
+    ds = UserDataset.from_lists([[0, 1, 2, 3], [4], [5, 6]], domain=FiniteDomain(list(range(7))))
+    s = ds.sample(2, replace=False, rng=rng)
+    assert list(s.counts()) == [2, 1, 2]
+    assert len(set(s.user_items(0))) == 2 and set(s.user_items(0)) <= {0, 1, 2, 3}
+    # each 2-subset of user 0 equally likely
+    from collections import Counter
+
+    from scipy import stats
+
+    c = Counter(tuple(sorted(ds.sample(2, replace=False, rng=rng).user_items(0))) for _ in range(3000))
+    assert len(c) == 6 and stats.chisquare(list(c.values())).pvalue > 1e-3
+    with pytest.raises(DataError):
+        ds.sample(0)
+
+
+def test_dedupe_and_subset_and_roundtrip():
+    ds = UserDataset.from_table(RECORDS, user="user", item="word")
+    d = ds.dedupe()
+    assert list(d.counts()) == [2, 2, 1]
+    sub = ds.subset_users(np.array([2, 0]))
+    assert list(sub.user_ids) == ["u3", "u1"] and list(sub.counts()) == [1, 3]
+    back = ds.to_arrow()
+    assert back.num_rows == 6 and set(back.column_names) == {"user", "item"}
+    pts = UserDataset.from_lists([[(0.0, 1.0), (0.0, 1.0)], [(2.0, 3.0)]])
+    assert list(pts.dedupe().counts()) == [1, 1]
+
+
+def test_to_arrow_unsupported():
+    with pytest.raises(DataError):
+        to_arrow(42)

@@ -1,0 +1,308 @@
+"""Tests of userdp.noise: exact samplers, calibration, floating-point safety, and statistical tests
+that accept the right noise scale and reject one 30% off."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from itertools import permutations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from userdp.errors import ParameterError
+from userdp.noise import (
+    RandomSource,
+    add_laplace,
+    analytic_gaussian_sigma,
+    bernoulli_exp,
+    calibrate_gaussian,
+    calibrate_knorm,
+    calibrate_laplace,
+    discrete_gaussian,
+    discrete_laplace,
+    exponential_mechanism,
+    gaussian_delta,
+    gaussian_mechanism,
+    gaussian_noise,
+    knorm_mechanism,
+    knorm_noise,
+    laplace_mechanism,
+    laplace_noise,
+    permute_and_flip,
+    resolve_rng,
+    sample_cumulative,
+)
+
+N = 40_000
+
+
+# ---------------------------------------------------------------------------------- sources
+def test_default_source_is_os_csprng():
+    src = resolve_rng(None)
+    assert not src.seeded
+    assert "urandom" in repr(src)
+    a, b = src.words(4), src.words(4)
+    assert a.dtype == np.uint64 and not np.array_equal(a, b)
+
+
+def test_seeded_source_is_reproducible_and_explicit():
+    assert np.array_equal(RandomSource(5).words(10), RandomSource(5).words(10))
+    assert RandomSource(5).seeded
+    assert resolve_rng(np.random.default_rng(1)).seeded
+    with pytest.raises(TypeError):
+        RandomSource(1.5)
+    with pytest.raises(TypeError):
+        RandomSource(True)
+
+
+def test_uniform_integers_are_uniform(rng):
+    x = rng.integers(7, size=70_000)
+    assert x.min() == 0 and x.max() == 6
+    assert stats.chisquare(np.bincount(x, minlength=7)).pvalue > 1e-3
+    u = rng.uniform(50_000)
+    assert 0 < u.min() and u.max() < 1
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+
+
+def test_permutation_is_uniform(rng):
+    counts = {p: 0 for p in permutations(range(3))}
+    for _ in range(6000):
+        counts[tuple(rng.permutation(3))] += 1
+    assert stats.chisquare(list(counts.values())).pvalue > 1e-3
+
+
+def test_randbelow_large(rng):
+    n = 10**40 + 7
+    xs = [rng.randbelow(n) for _ in range(2000)]
+    assert all(0 <= x < n for x in xs)
+    assert 0.4 < np.mean([x / n for x in xs]) < 0.6
+
+
+# ---------------------------------------------------------------------------------- exact samplers
+def _dlap_pmf(t: float, k: np.ndarray) -> np.ndarray:
+    q = math.exp(-1 / t)
+    return (1 - q) / (1 + q) * q ** np.abs(k)
+
+
+def _chi2_pvalue(samples: np.ndarray, pmf) -> float:
+    lo, hi = -30, 30
+    ks = np.arange(lo, hi + 1)
+    obs = np.array([np.sum(samples == k) for k in ks] + [np.sum((samples < lo) | (samples > hi))])
+    p = pmf(ks)
+    exp = np.concatenate([p, [1 - p.sum()]]) * samples.size
+    keep = exp > 5
+    obs_k, exp_k = obs[keep], exp[keep]
+    exp_k = exp_k * obs_k.sum() / exp_k.sum()
+    return stats.chisquare(obs_k, exp_k).pvalue
+
+
+@pytest.mark.parametrize("t", [1, 3])
+def test_discrete_laplace_matches_pmf_and_rejects_wrong_scale(rng, t):
+    x = discrete_laplace(t, N, rng)
+    assert _chi2_pvalue(x, lambda k: _dlap_pmf(t, k)) > 1e-3
+    assert _chi2_pvalue(x, lambda k: _dlap_pmf(1.3 * t, k)) < 1e-6
+    assert _chi2_pvalue(x, lambda k: _dlap_pmf(0.7 * t, k)) < 1e-6
+
+
+@pytest.mark.parametrize("s2", [2, 9])
+def test_discrete_gaussian_matches_pmf_and_rejects_wrong_scale(rng, s2):
+    x = discrete_gaussian(s2, N, rng)
+
+    def pmf(var):
+        ks = np.arange(-200, 201)
+        w = np.exp(-(ks**2) / (2 * var))
+        w /= w.sum()
+        return lambda k: w[k + 200]
+
+    assert _chi2_pvalue(x, pmf(s2)) > 1e-3
+    assert _chi2_pvalue(x, pmf(s2 * 1.3**2)) < 1e-6
+    assert _chi2_pvalue(x, pmf(s2 * 0.7**2)) < 1e-6
+
+
+def test_sampler_parameter_ranges():
+    with pytest.raises(ParameterError):
+        discrete_laplace(0, 3)
+    with pytest.raises(ParameterError):
+        discrete_gaussian(2**29, 3)
+
+
+def _ks_laplace(x: np.ndarray, scale: float) -> float:
+    return stats.kstest(x, stats.laplace(scale=scale).cdf).pvalue
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 250.0])
+def test_laplace_noise_scale(rng, scale):
+    x = laplace_noise(scale, N, rng)
+    assert _ks_laplace(x, scale) > 1e-3
+    assert _ks_laplace(x, 1.3 * scale) < 1e-6
+    assert _ks_laplace(x, 0.7 * scale) < 1e-6
+
+
+@pytest.mark.parametrize("sigma", [1e-2, 3.0])
+def test_gaussian_noise_scale(rng, sigma):
+    x = gaussian_noise(sigma, N, rng)
+    assert stats.kstest(x, stats.norm(scale=sigma).cdf).pvalue > 1e-3
+    assert stats.kstest(x, stats.norm(scale=1.3 * sigma).cdf).pvalue < 1e-6
+    assert stats.kstest(x, stats.norm(scale=0.7 * sigma).cdf).pvalue < 1e-6
+
+
+# ---------------------------------------------------------------------------------- mechanisms
+def test_laplace_mechanism_is_lattice_valued_and_has_calibrated_scale(rng):
+    eps, sens = 0.5, 2.0
+    cal = calibrate_laplace(sens, eps, dim=N)
+    # scale covers the sensitivity plus one lattice step per rounded coordinate, and no more
+    assert sens / eps <= cal.scale <= (sens + N * cal.granularity) / eps + cal.granularity
+    assert cal.scale <= sens / eps * (1 + 1e-6)
+    vals = np.full(N, 10.123456789)
+    out = add_laplace(vals, cal, rng)
+    lattice = out / cal.granularity
+    assert np.all(lattice == np.round(lattice))  # every output is a lattice point
+    noise = out - np.round(vals / cal.granularity) * cal.granularity
+    assert _ks_laplace(noise, sens / eps) > 1e-3
+    assert _ks_laplace(noise, 1.3 * sens / eps) < 1e-6
+
+
+def test_laplace_lattice_privacy_loss_exact():
+    """Exact privacy loss of the lattice Laplace mechanism on worst-case rounding positions: the
+    discrete-Laplace log-ratio is |k - k'| / t; it must be <= eps. The naive calibration that ignores
+    rounding fails the same check (so this test can fail)."""
+    sens, eps, dim = 1.0, 0.9, 3
+    cal = calibrate_laplace(sens, eps, dim)
+    g = cal.granularity
+    # x rounds down in every coordinate, x' = x + sens*e1 shifted so that every coordinate rounds up
+    x = np.full(dim, 0.49 * g)
+    xp = x + np.array([sens] + [0.0] * (dim - 1)) + np.array([0.0] + [0.02 * g] * (dim - 1))
+    assert np.abs(xp - x).sum() <= sens + dim * g  # within sensitivity after rounding
+    k = np.rint(x / g)
+    kp = np.rint(xp / g)
+    shift = int(np.abs(kp - k).sum())
+    assert Fraction(shift, cal.t) <= Fraction(eps)
+    naive_t = math.ceil(sens / g / eps)
+    worst = math.ceil(sens / g) + dim  # rounding can add one lattice step per coordinate
+    assert Fraction(worst, naive_t) > Fraction(eps)
+
+
+def test_laplace_mechanism_refuses_bad_input():
+    with pytest.raises(ParameterError):
+        laplace_mechanism([1.0, np.nan], 1.0, 1.0)
+    with pytest.raises(ParameterError):
+        laplace_mechanism([1.0, np.inf], 1.0, 1.0)
+    with pytest.raises(ParameterError):
+        laplace_mechanism([1.0], 1.0, 0.0)
+    with pytest.raises(ParameterError):
+        laplace_mechanism([1.0], -1.0, 1.0)
+    with pytest.raises(ParameterError):
+        add_laplace(np.zeros(3), calibrate_laplace(1.0, 1.0, dim=2))
+
+
+def test_huge_values_do_not_overflow(rng):
+    out = laplace_mechanism(np.array([1e30, -1e30]), 1.0, 1.0, rng)
+    assert np.allclose(out, [1e30, -1e30], rtol=1e-12)
+
+
+def test_analytic_gaussian():
+    for eps, delta in [(0.5, 1e-6), (1.0, 1e-5), (8.0, 1e-9)]:
+        s = analytic_gaussian_sigma(1.0, eps, delta)
+        assert gaussian_delta(s, 1.0, eps) <= delta * (1 + 1e-9)
+        assert gaussian_delta(s * 0.99, 1.0, eps) > delta
+    # the classical formula is valid (and looser) for eps < 1
+    classical = math.sqrt(2 * math.log(1.25 / 1e-5)) / 0.5
+    assert analytic_gaussian_sigma(1.0, 0.5, 1e-5) < classical
+    with pytest.raises(ParameterError):
+        analytic_gaussian_sigma(1.0, 1.0, 0.0)
+
+
+def test_gaussian_mechanism_calibration(rng):
+    cal = calibrate_gaussian(1.0, 1.0, 1e-6, dim=N)
+    assert cal.sigma >= analytic_gaussian_sigma(1.0 + cal.granularity * math.sqrt(N), 1.0, 1e-6)
+    out = gaussian_mechanism(np.zeros(N), 1.0, 1.0, 1e-6, rng)
+    assert stats.kstest(out, stats.norm(scale=cal.sigma).cdf).pvalue > 1e-3
+    assert stats.kstest(out, stats.norm(scale=1.3 * cal.sigma).cdf).pvalue < 1e-6
+
+
+@pytest.mark.parametrize("norm", ["l2", "linf", "l1"])
+def test_knorm_radius_distribution(rng, norm):
+    """Under density exp(-||z||_K / scale), ||z||_K ~ Gamma(d, scale) for every norm (the l-inf sampler
+    draws a Gamma(d + 1) radius times a uniform point of the cube, Hardt & Talwar); a scale 30% off
+    is rejected."""
+    d, scale = 5, 2.0
+    z = knorm_noise(d, scale, norm, 20_000, rng)
+    ordn = {"l1": 1, "l2": 2, "linf": np.inf}[norm]
+    r = np.linalg.norm(z, ord=ordn, axis=1)
+    a = d
+    assert stats.kstest(r, stats.gamma(a, scale=scale).cdf).pvalue > 1e-3
+    assert stats.kstest(r, stats.gamma(a, scale=1.3 * scale).cdf).pvalue < 1e-6
+    assert stats.kstest(r, stats.gamma(a, scale=0.7 * scale).cdf).pvalue < 1e-6
+    assert np.all(np.abs(z.mean(axis=0)) < 0.15 * scale * math.sqrt(d))
+
+
+def test_l2_direction_uniform(rng):
+    z = knorm_noise(3, 1.0, "l2", 30_000, rng)
+    u = z / np.linalg.norm(z, axis=1, keepdims=True)
+    # on S^2 each coordinate of a uniform direction is uniform on [-1, 1] (Archimedes)
+    assert stats.kstest(u[:, 0], stats.uniform(-1, 2).cdf).pvalue > 1e-3
+
+
+def test_knorm_mechanism_lattice_and_calibration(rng):
+    cal = calibrate_knorm(1.0, 2.0, "l2", 4)
+    assert cal.scale >= 0.5
+    out = knorm_mechanism(np.ones((100, 4)), 1.0, 2.0, "l2", rng)
+    assert out.shape == (100, 4)
+    assert np.all(out / cal.granularity == np.round(out / cal.granularity))
+    with pytest.raises(ParameterError):
+        knorm_mechanism(np.ones(3), 1.0, 1.0, "l3")
+
+
+# ---------------------------------------------------------------------------------- selection
+def test_bernoulli_exp_exact(rng):
+    for g in (Fraction(3, 10), Fraction(17, 10)):
+        hits = sum(bernoulli_exp(g, rng) for _ in range(20_000))
+        p = math.exp(-float(g))
+        assert stats.binomtest(hits, 20_000, p).pvalue > 1e-3
+        assert stats.binomtest(hits, 20_000, math.exp(-1.3 * float(g))).pvalue < 1e-6
+
+
+def test_exponential_mechanism_distribution(rng):
+    scores = [0.0, 1.0, 2.5]
+    eps, sens = 1.2, 1.0
+    p = np.exp(eps * np.array(scores) / (2 * sens))
+    p /= p.sum()
+    draws = np.bincount([exponential_mechanism(scores, sens, eps, rng) for _ in range(12_000)], minlength=3)
+    assert stats.chisquare(draws, p * draws.sum()).pvalue > 1e-3
+    wrong = np.exp(1.3 * eps * np.array(scores) / (2 * sens))
+    wrong /= wrong.sum()
+    assert stats.chisquare(draws, wrong * draws.sum()).pvalue < 1e-6
+
+
+def test_permute_and_flip_distribution(rng):
+    scores = [0.0, 1.0, 2.0]
+    eps, sens = 1.0, 1.0
+    acc = np.exp(eps * (np.array(scores) - max(scores)) / (2 * sens))
+    exact = np.zeros(3)
+    for perm in permutations(range(3)):
+        stay = 1.0
+        for i in perm:
+            exact[i] += stay * acc[i] / 6
+            stay *= 1 - acc[i]
+    draws = np.bincount([permute_and_flip(scores, sens, eps, rng) for _ in range(12_000)], minlength=3)
+    assert stats.chisquare(draws, exact * draws.sum()).pvalue > 1e-3
+
+
+def test_selection_refuses_bad_scores():
+    with pytest.raises(ParameterError):
+        exponential_mechanism([], 1.0, 1.0)
+    with pytest.raises(ParameterError):
+        permute_and_flip([1.0, np.nan], 1.0, 1.0)
+
+
+def test_sample_cumulative_exact(rng):
+    cum = np.array([[1, 3, 6], [5, 5, 6]])
+    rows = np.repeat([0, 1], 30_000)
+    y = sample_cumulative(cum, rows, rng)
+    c0 = np.bincount(y[:30_000], minlength=3)
+    c1 = np.bincount(y[30_000:], minlength=3)
+    assert stats.chisquare(c0, np.array([1, 2, 3]) / 6 * 30_000).pvalue > 1e-3
+    assert c1[1] == 0
+    assert stats.chisquare(c1[[0, 2]], np.array([5, 1]) / 6 * 30_000).pvalue > 1e-3
