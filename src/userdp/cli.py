@@ -30,8 +30,20 @@ def cmd_datasets(args: argparse.Namespace) -> int:
         t.add_column(c)
     fs = D.foursquare_nyc()
     am = D.amazon_fashion()
-    t.add_row("foursquare_nyc", str(fs.n_users), str(fs.n_items), "(lat, lon) check-ins", D.ATTRIBUTION["foursquare_nyc"])
-    t.add_row("amazon_fashion", str(am.n_users), str(am.n_items), "person-word pairs", D.ATTRIBUTION["amazon_fashion"])
+    t.add_row(
+        "foursquare_nyc",
+        str(fs.n_users),
+        str(fs.n_items),
+        "(lat, lon) check-ins",
+        D.ATTRIBUTION["foursquare_nyc"],
+    )
+    t.add_row(
+        "amazon_fashion",
+        str(am.n_users),
+        str(am.n_items),
+        "person-word pairs",
+        D.ATTRIBUTION["amazon_fashion"],
+    )
     con.print(t)
     return 0
 
@@ -80,9 +92,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     e = grid_emd(truth.reshape(grid.side, grid.side), rel.value.reshape(grid.side, grid.side))
     fig, axes = plt.subplots(1, 2, figsize=(9, 4.6))
     vmax = max(truth.max(), rel.value.max())
-    for ax, img, title in zip(axes, (truth, rel.value), ("non-private", f"user-level Laplace, eps={args.epsilon}")):
-        ax.imshow(img.reshape(grid.side, grid.side), origin="lower", cmap="magma", vmin=0, vmax=vmax,
-                  extent=(box.low[1], box.high[1], box.low[0], box.high[0]), aspect="auto")
+    for ax, img, title in zip(
+        axes, (truth, rel.value), ("non-private", f"user-level Laplace, eps={args.epsilon}"), strict=True
+    ):
+        ax.imshow(
+            img.reshape(grid.side, grid.side),
+            origin="lower",
+            cmap="magma",
+            vmin=0,
+            vmax=vmax,
+            extent=(box.low[1], box.high[1], box.low[0], box.high[0]),
+            aspect="auto",
+        )
         ax.set_title(title)
         ax.set_xlabel("longitude")
     axes[0].set_ylabel("latitude")

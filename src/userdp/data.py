@@ -19,9 +19,9 @@ normalized histogram and ``K_G`` the global dataset (the union of all ``K_i``).
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import lzma
-import bz2
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -525,9 +525,7 @@ class UserDataset:
 
         return get_engine(engine).dedupe(self)
 
-    def sample(
-        self, s: int, replace: bool = True, rng: RngLike = None, engine: Engine | None = None
-    ) -> UserDataset:
+    def sample(self, s: int, replace: bool = True, rng: RngLike = None, engine: Engine | None = None) -> UserDataset:
         """Per-user sampling: ``s`` items with replacement (every user then holds exactly ``s`` items,
         Algorithm 3 of Imola et al.) or ``min(s, |K_i|)`` without replacement."""
         from .engines import get_engine
@@ -539,8 +537,10 @@ class UserDataset:
         idx = np.asarray(idx, dtype=np.int64)
         counts = self.counts()[idx]
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        gather = np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in idx]) if idx.size else (
-            np.empty(0, dtype=np.int64)
+        gather = (
+            np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in idx])
+            if idx.size
+            else (np.empty(0, dtype=np.int64))
         )
         return UserDataset(offsets, self.items[gather], self.user_ids[idx], self.domain)
 
@@ -561,4 +561,3 @@ class UserDataset:
         else:
             cols = {user: users, item: self.domain.labels[self.items]}
         return pa.table(cols)
-

@@ -514,9 +514,7 @@ def add_laplace(values: np.ndarray, calibration: LaplaceCalibration, rng: RngLik
     """Release ``values`` with lattice Laplace noise as calibrated (see :func:`calibrate_laplace`)."""
     v = _check_values(values)
     if v.size > calibration.dim:
-        raise ParameterError(
-            f"calibration covers {calibration.dim} coordinates but {v.size} values were given"
-        )
+        raise ParameterError(f"calibration covers {calibration.dim} coordinates but {v.size} values were given")
     z = discrete_laplace(calibration.t, v.shape, rng)
     return _lattice_add(v, calibration.granularity, z)
 
@@ -623,9 +621,7 @@ def add_gaussian(values: np.ndarray, calibration: GaussianCalibration, rng: RngL
     """Release ``values`` with lattice (discrete) Gaussian noise as calibrated."""
     v = _check_values(values)
     if v.size > calibration.dim:
-        raise ParameterError(
-            f"calibration covers {calibration.dim} coordinates but {v.size} values were given"
-        )
+        raise ParameterError(f"calibration covers {calibration.dim} coordinates but {v.size} values were given")
     z = discrete_gaussian(calibration.S, v.shape, rng)
     return _lattice_add(v, calibration.granularity, z)
 
@@ -796,9 +792,7 @@ def exponential_mechanism(
             return i
 
 
-def permute_and_flip(
-    scores, sensitivity: float, epsilon: float, rng: RngLike = None, monotone: bool = False
-) -> int:
+def permute_and_flip(scores, sensitivity: float, epsilon: float, rng: RngLike = None, monotone: bool = False) -> int:
     """Exact permute-and-flip (McKenna & Sheldon 2020): ``epsilon``-DP, never worse than the exponential
     mechanism in expected score. Visits candidates in a uniformly random order and stops at ``i``
     with probability ``exp(eps (s_i - s_max) / (2 Delta))`` (``/ Delta`` if monotone)."""

@@ -51,9 +51,7 @@ ATTRIBUTION = {
         "Amazon Fashion 5-core reviews: J. Ni, J. Li, J. McAuley, 'Justifying Recommendations using "
         "Distantly-Labeled Reviews and Fine-Grained Aspects', EMNLP 2019."
     ),
-    "imdb": (
-        "IMDB reviews: A. L. Maas et al., 'Learning Word Vectors for Sentiment Analysis', ACL 2011."
-    ),
+    "imdb": ("IMDB reviews: A. L. Maas et al., 'Learning Word Vectors for Sentiment Analysis', ACL 2011."),
 }
 
 #: A public bounding box for New York City (round numbers chosen from a map, not from the data):

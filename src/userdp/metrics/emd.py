@@ -41,6 +41,9 @@ from .spaces import ClusteredMetric, FiniteSpace, GridL1, LineMetric, MetricSpac
 __all__ = ["emd", "emd_norm", "emd_datasets", "emd_assignment", "grid_emd", "histogram"]
 
 _BALANCE_TOL = 1e-12
+# Measured on 256 x 256 check-in heatmaps: candidate_list 1.06 s, altering_list 1.79 s, block_search 2.05 s,
+# first_eligible 4.6 s (benchmarks/bench_grid_emd.py).
+_PIVOT_RULE = "candidate_list"
 
 
 def _dense(h) -> np.ndarray:
@@ -253,6 +256,7 @@ def _grid_flow(pos: np.ndarray, neg: np.ndarray, side: int, balanced: bool) -> f
     g.set_node_supply(supply.astype(np.int64))
     g.set_edge_capacities(np.full(src.size, max(tp, tn), dtype=np.int64))
     g.set_edge_costs(cost)
+    g.set_pivot_rule(_PIVOT_RULE)
     g.solve()
     # one step is 1/side raw = 1/(2 side) normalized
     return float(g.total_cost()) / S / (2 * side)

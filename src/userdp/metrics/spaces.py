@@ -345,8 +345,12 @@ class GreatCircleMetric(PointSpace):
     def box_diameter_km(box: BoxDomain, per_edge: int = 129) -> float:
         (la0, lo0), (la1, lo1) = box.low, box.high
         s = np.linspace(0, 1, per_edge)
-        lat = np.concatenate([la0 + (la1 - la0) * s, np.full(per_edge, la1), la1 - (la1 - la0) * s, np.full(per_edge, la0)])
-        lon = np.concatenate([np.full(per_edge, lo0), lo0 + (lo1 - lo0) * s, np.full(per_edge, lo1), lo1 - (lo1 - lo0) * s])
+        lat = np.concatenate(
+            [la0 + (la1 - la0) * s, np.full(per_edge, la1), la1 - (la1 - la0) * s, np.full(per_edge, la0)]
+        )
+        lon = np.concatenate(
+            [np.full(per_edge, lo0), lo0 + (lo1 - lo0) * s, np.full(per_edge, lo1), lo1 - (lo1 - lo0) * s]
+        )
         d = haversine_km(lat[:, None], lon[:, None], lat[None, :], lon[None, :])
         return float(d.max()) * (1 + 1e-6)
 

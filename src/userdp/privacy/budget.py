@@ -116,8 +116,6 @@ class Session:
         result = fn(*args, **kwargs)
         got = getattr(result, "guarantee", None)
         if got is None or not got.fits_within(guarantee):
-            raise BudgetExceededError(
-                f"the mechanism returned {got!r}, which does not fit the declared {guarantee!r}"
-            )
+            raise BudgetExceededError(f"the mechanism returned {got!r}, which does not fit the declared {guarantee!r}")
         self.charge(got, label, getattr(result, "mechanism", ""))
         return result

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from ..errors import ParameterError
 
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-class Neighbours(str, Enum):
+class Neighbours(StrEnum):
     """Which pairs of datasets a guarantee protects."""
 
     ADD_REMOVE_USER = "add or remove one user"
@@ -48,7 +48,7 @@ class Neighbours(str, Enum):
     ITEM = "change one item (item level)"
 
 
-class Model(str, Enum):
+class Model(StrEnum):
     """Local model (each user randomizes their own data) or central model (a trusted curator)."""
 
     LOCAL = "local"

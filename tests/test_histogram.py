@@ -1,0 +1,57 @@
+"""The user-level Laplace histogram: sensitivity under each neighbour relation, noise scale, refusals."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from userdp.data import FiniteDomain, UserDataset
+from userdp.errors import DataError
+from userdp.histogram import user_histogram
+from userdp.privacy import Neighbours, PureDP
+
+
+def _sum(lists, k):
+    return UserDataset.from_lists(lists, domain=FiniteDomain(list(range(k)))).histograms().sum(axis=0).A1
+
+
+def test_sensitivity_exhaustive():
+    """Adding/removing a user moves sum_i K~_i by exactly 1 in l1; replacing a user by at most 2."""
+    k = 3
+    users = [list(u) for n in (1, 2, 3) for u in itertools.combinations_with_replacement(range(k), n)]
+    base = [[0, 1], [2]]
+    worst_replace = 0.0
+    for u in users:
+        assert np.abs(_sum(base + [u], k) - _sum(base, k)).sum() == pytest.approx(1.0)
+        for v in users:
+            worst_replace = max(worst_replace, np.abs(_sum(base + [u], k) - _sum(base + [v], k)).sum())
+    assert worst_replace == pytest.approx(2.0)
+
+
+def test_release_and_noise_scale(rng):
+    lists = [[0, 1], [1], [2, 2, 0]] * 10
+    ds = UserDataset.from_lists(lists, domain=FiniteDomain([0, 1, 2]))
+    rel = user_histogram(ds, 0.5, rng=rng)
+    assert rel.guarantee == PureDP(0.5) and rel.value.sum() == pytest.approx(1.0)
+    assert rel.params["scale"] == pytest.approx(2.0, rel=1e-9)
+    truth = ds.histograms().sum(axis=0).A1
+    noise = np.concatenate([user_histogram(ds, 0.5, rng=rng).extras["noisy_sum"] - truth for _ in range(3000)])
+    assert stats.kstest(noise, stats.laplace(scale=2.0).cdf).pvalue > 1e-3
+    assert stats.kstest(noise, stats.laplace(scale=2.6).cdf).pvalue < 1e-6
+    rep = user_histogram(ds, 0.5, neighbours=Neighbours.REPLACE_USER, rng=rng)
+    assert rep.params["l1_sensitivity"] == 2.0
+
+
+def test_refusals():
+    inferred = UserDataset.from_lists([["a"], ["b"]])
+    with pytest.raises(DataError, match="read off the data"):
+        user_histogram(inferred, 1.0)
+    empty_user = UserDataset.from_lists([["a"], []], domain=FiniteDomain(["a"]))
+    with pytest.raises(DataError, match="no items"):
+        user_histogram(empty_user, 1.0)
+    ok = UserDataset.from_lists([["a"]], domain=FiniteDomain(["a"]))
+    with pytest.raises(ValueError):
+        user_histogram(ok, 1.0, neighbours=Neighbours.ITEM)
