@@ -21,5 +21,6 @@ def test_readme_example_runs(block):
     code = re.sub(r"pts = UserDataset\.from_file\(.*?\)\)\n", "", block, flags=re.S)
     env: dict = {}
     if "Session" in code:  # the budget example continues the data-model example
-        exec(BLOCKS[0].split("pts =")[0], env)
+        data_block = next(b for b in BLOCKS if "UserDataset.from_table" in b)
+        exec(data_block.split("pts =")[0], env)
     exec(code, env)
