@@ -1,0 +1,487 @@
+"""Accounting for d_EM-DP: generalized amplification by shuffling and the unbounded reduction.
+
+Imola, Roy Chowdhury & Chaudhuri (CCS 2024):
+
+* **Theorem 4.3** (:func:`theorem_4_3`) -- shuffling the outputs of an item-level ``alpha_0``-``d_X``-DP
+  randomizer over ``M`` items: changing the items by a distance vector ``v`` costs
+  ``alpha <= ||v||_0 ln(1 + tanh(alpha_0 ||v||_1 / (2 ||v||_0)) C)`` with
+  ``C = 8 sqrt(e^alpha_0 ln(4 ||v||_0 / delta) / M) + 8 e^alpha_0 / M``, and delta-term ``delta e^alpha``;
+  valid only for ``alpha_0 < ln(M / (16 ln(4 M / delta)))``.
+  (``(e^a - 1)/(e^a + 1) = tanh(a/2)``.)
+* **Theorem 4.4** (:func:`shuffle_guarantee`) -- PrivEMDItemWise is ``(alpha, delta')``-bounded d_EM-DP
+  with ``alpha = sup_w h(M; m, m w) / w`` and ``delta' = delta e^{h(M; m, m)}``; ``M = m`` (local) or
+  ``m n`` (central). Because ``h`` is concave in ``w`` with ``h(0) = 0`` (appendix B.3), ``h(w)/w`` is
+  non-increasing and the supremum is the limit ``w -> 0``:
+
+      alpha = h'(0) = m alpha_0 C / 2,   C = 8 sqrt(e^alpha_0 ln(4 m / delta) / M) + 8 e^alpha_0 / M,
+
+  a closed form (checked numerically in the tests).
+* **The per-distance curve** ``eps(d) = h(M; m, m d)`` (with delta-term ``delta e^{eps(d)}``) is what a
+  change of ``d_EM = d`` actually costs; it is below ``alpha d`` for every ``d > 0``.
+* **Calibration** (:func:`calibrate`) -- the largest ``alpha_0`` meeting a target ``(alpha, delta')``,
+  solving for the inner ``delta`` and ``alpha_0`` together, over three routes: Theorem 4.4, the
+  asymptotic Eq. (6)/(7) (certified by Theorem 4.4), and plain composition (``alpha_0 = alpha / m``,
+  ``delta = 0``, always valid).
+* **Section 5** -- Theorem 5.3 (:func:`reduction_alpha`), Theorem 1.3 (:func:`min_samples`), and
+  Fact 5.1 through :meth:`userdp.privacy.DiscreteEMDDP.at_distance`.
+
+A note on the paper. Theorem 4.4's ``delta'`` can be many orders of magnitude larger than the ``delta``
+inside ``h`` (the paper's central example leaves ``delta'`` unstated; it is about ``1e-5`` for
+``delta = 1e-12``). userdp always reports ``delta'`` and calibrates to a target ``delta'``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ParameterError
+from .guarantees import DiscreteEMDDP, EMDMetricDP, Model
+
+__all__ = [
+    "validity_limit",
+    "shuffle_constant",
+    "h_bound",
+    "theorem_4_3",
+    "ShuffleBound",
+    "shuffle_guarantee",
+    "asymptotic_alpha0",
+    "RouteResult",
+    "Calibration",
+    "calibrate",
+    "reduction_alpha",
+    "reduction_guarantee",
+    "min_samples",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Validation helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _check_delta(delta: float, name: str = "delta") -> float:
+    d = float(delta)
+    if not 0 < d < 1:
+        raise ParameterError(f"{name} must lie in (0, 1), got {delta!r}")
+    return d
+
+
+def _check_m(m: int, name: str = "m") -> int:
+    if isinstance(m, bool) or int(m) != m or int(m) < 1:
+        raise ParameterError(f"{name} must be a positive integer, got {m!r}")
+    return int(m)
+
+
+def _shuffled(m: int, n: int | None, model: Model | str | None) -> tuple[int, Model]:
+    m = _check_m(m)
+    mdl = Model(model) if model is not None else (Model.LOCAL if n is None else Model.CENTRAL)
+    if mdl is Model.CENTRAL:
+        if n is None:
+            raise ParameterError("the central model needs n, the number of users")
+        return m * _check_m(n, "n"), mdl
+    if n is not None and n != 1:
+        raise ParameterError("the local model shuffles one user's m items; do not pass n (or use model='central')")
+    return m, mdl
+
+
+def validity_limit(M: int, delta: float) -> float:
+    """Theorem 4.3's bound on ``alpha_0``: ``ln(M / (16 ln(4 M / delta)))`` (``-inf`` if ``M`` is too small)."""
+    M = _check_m(M, "M")
+    delta = _check_delta(delta)
+    ratio = M / (16 * math.log(4 * M / delta))
+    return math.log(ratio)
+
+
+def _require_valid(alpha0: float, M: int, delta: float) -> None:
+    a0 = float(alpha0)
+    if not (math.isfinite(a0) and a0 > 0):
+        raise ParameterError(f"alpha_0 must be positive and finite, got {alpha0!r}")
+    lim = validity_limit(M, delta)
+    if not a0 < lim:
+        raise ParameterError(
+            f"Theorem 4.3 needs alpha_0 < ln(M / (16 ln(4M/delta))) = {lim:.4g} for M = {M} shuffled items and "
+            f"delta = {delta:.3g}; got alpha_0 = {a0:.4g}. Use more items, a larger delta, or plain composition."
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# The bound
+# --------------------------------------------------------------------------------------------
+
+
+def shuffle_constant(alpha0, x0, M: int, delta):
+    """``C = 8 sqrt(e^alpha_0 ln(4 x0 / delta) / M) + 8 e^alpha_0 / M`` (vectorized)."""
+    a0 = np.asarray(alpha0, dtype=np.float64)
+    L = np.log(4.0 * np.asarray(x0, dtype=np.float64)) - np.log(np.asarray(delta, dtype=np.float64))
+    return 8.0 * np.sqrt(np.exp(a0) * L / M) + 8.0 * np.exp(a0) / M
+
+
+def h_bound(M: int, x0, x1, alpha0, delta):
+    """``h(M; x0, x1) = x0 ln(1 + tanh(alpha_0 x1 / (2 x0)) C(x0))`` of Theorem 4.4 (log1p-stable, vectorized)."""
+    x0 = np.asarray(x0, dtype=np.float64)
+    x1 = np.asarray(x1, dtype=np.float64)
+    C = shuffle_constant(alpha0, x0, M, delta)
+    return x0 * np.log1p(np.tanh(np.asarray(alpha0) * x1 / (2.0 * x0)) * C)
+
+
+def theorem_4_3(v_l0: int, v_l1: float, alpha0: float, delta: float, M: int) -> tuple[float, float]:
+    """Theorem 4.3 for one pair of item vectors: returns ``(alpha, delta e^alpha)``.
+
+    ``v_l0 = ||v||_0`` (items that change), ``v_l1 = ||v||_1`` (total distance moved, each at most 1),
+    ``M`` the number of shuffled items. Refuses ``alpha_0`` outside the theorem's validity range.
+    """
+    M = _check_m(M, "M")
+    delta = _check_delta(delta)
+    _require_valid(alpha0, M, delta)
+    k = int(v_l0)
+    if k == 0:
+        if v_l1 != 0:
+            raise ParameterError("||v||_1 must be 0 when ||v||_0 is 0")
+        return 0.0, 0.0
+    if not 1 <= k <= M:
+        raise ParameterError(f"||v||_0 must lie in [1, M], got {v_l0}")
+    if not 0 <= v_l1 <= k:
+        raise ParameterError(f"||v||_1 must lie in [0, ||v||_0] (distances are at most 1), got {v_l1}")
+    a = float(h_bound(M, k, v_l1, alpha0, delta))
+    return a, delta * math.exp(a)
+
+
+@dataclass(frozen=True)
+class ShuffleBound:
+    """Theorem 4.4 for PrivEMDItemWise with item randomizer of level ``alpha0``.
+
+    Attributes
+    ----------
+    alpha, delta_prime:
+        The ``(alpha, delta')``-bounded d_EM-DP guarantee.
+    delta:
+        The ``delta`` inside ``h``.
+    M:
+        Number of shuffled items (``m`` local, ``m n`` central).
+    """
+
+    alpha0: float
+    m: int
+    n: int | None
+    delta: float
+    model: Model
+    M: int
+    alpha: float
+    delta_prime: float
+
+    def curve(self, d: float | np.ndarray) -> tuple:
+        """Per-distance guarantee: a change of ``d_EM = d`` costs ``(h(M; m, m d), delta e^{h(M; m, m d)})``."""
+        d_arr = np.asarray(d, dtype=np.float64)
+        if np.any(d_arr < 0) or np.any(d_arr > 1):
+            raise ParameterError("d_EM lies in [0, 1]")
+        eps = h_bound(self.M, self.m, self.m * d_arr, self.alpha0, self.delta)
+        dl = self.delta * np.exp(eps)
+        if np.ndim(d) == 0:
+            return float(eps), float(dl)
+        return eps, dl
+
+    def guarantee(self, metric: str = "") -> EMDMetricDP:
+        """The typed guarantee, carrying the per-distance curve."""
+
+        def curve(d: float) -> tuple[float, float]:
+            return self.curve(d)
+
+        return EMDMetricDP(
+            self.alpha, min(self.delta_prime, 1 - 1e-16), self.model, bounded=True, metric=metric, curve=curve
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "alpha": self.alpha,
+            "alpha0": self.alpha0,
+            "delta": self.delta,
+            "delta_prime": self.delta_prime,
+            "m": self.m,
+            "n": self.n,
+            "M": self.M,
+            "model": self.model.value,
+            "route": "theorem 4.4",
+        }
+
+
+def _alpha_44(alpha0, m: int, M: int, delta):
+    return 0.5 * m * np.asarray(alpha0) * shuffle_constant(alpha0, m, M, delta)
+
+
+def _h1(alpha0, m: int, M: int, delta):
+    return h_bound(M, m, m, alpha0, delta)
+
+
+def shuffle_guarantee(
+    alpha0: float, m: int, delta: float, n: int | None = None, model: Model | str | None = None
+) -> ShuffleBound:
+    """Theorem 4.4: the ``(alpha, delta')``-bounded d_EM-DP of PrivEMDItemWise.
+
+    Parameters
+    ----------
+    alpha0:
+        Level of the item randomizer (``alpha_0``-``d_X``-DP).
+    m:
+        Items per user (public, fixed: bounded setting).
+    delta:
+        The ``delta`` inside ``h`` (the output ``delta'`` is ``delta e^{h(M; m, m)}``).
+    n:
+        Number of users, for the central model (shuffle of all ``m n`` items).
+    """
+    M, mdl = _shuffled(m, n, model)
+    delta = _check_delta(delta)
+    _require_valid(alpha0, M, delta)
+    a = float(_alpha_44(alpha0, int(m), M, delta))
+    h1 = float(_h1(alpha0, int(m), M, delta))
+    return ShuffleBound(
+        float(alpha0), int(m), None if mdl is Model.LOCAL else int(n), delta, mdl, M, a, delta * math.exp(h1)
+    )
+
+
+def asymptotic_alpha0(alpha: float, m: int, delta: float, n: int | None = None) -> float | None:
+    """Eq. (6) (local, ``n = None``) or Eq. (7) (central): the paper's asymptotic choice of ``alpha_0``.
+
+    Returns ``None`` outside the formula's range (``alpha >= m`` resp. ``alpha sqrt(n) >= m sqrt(n)``).
+    """
+    m = _check_m(m)
+    a = float(alpha)
+    s = math.sqrt(m * (math.log(4 * m / delta) + a))  # sqrt(m ln(4 m e^alpha / delta)), log-stable
+    x = a if n is None else a * math.sqrt(n)
+    upper = m if n is None else m * math.sqrt(n)
+    if x <= 32 * s:
+        return x / (32 * s)
+    if x < upper:
+        return 2 * math.log(x / (16 * s))
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Calibration
+# --------------------------------------------------------------------------------------------
+
+_LOG_DELTA_GRID = np.linspace(math.log(1e-300), math.log(0.999), 1400)
+
+
+def _largest_inner_delta(alpha0_of: Callable, m: int, M: int, log_target: float) -> tuple[float, float] | None:
+    """Largest inner delta with ``delta e^{h(M; m, m)} <= delta'`` (``alpha_0`` may depend on delta).
+
+    ``delta e^{h}`` need not be monotone in delta (in the local model it can decrease), and a larger inner
+    delta is always better (smaller alpha, looser validity), so scan a log grid for the last feasible
+    point and refine by bisection. Returns ``(delta, alpha0)`` or ``None``.
+    """
+    ld = _LOG_DELTA_GRID
+    d = np.exp(ld)
+    a0 = alpha0_of(d)
+    with np.errstate(invalid="ignore", over="ignore"):
+        F = ld + _h1(a0, m, M, d) - log_target
+    ok = np.isfinite(F) & (F <= 0) & np.isfinite(a0) & (a0 > 0)
+    if not ok.any():
+        return None
+    i = int(np.flatnonzero(ok)[-1])
+    lo, hi = ld[i], (ld[i + 1] if i + 1 < ld.size else ld[i])
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        dm = math.exp(mid)
+        a = float(alpha0_of(np.array(dm)))
+        f = mid + float(_h1(a, m, M, dm)) - log_target if a > 0 else math.inf
+        if f <= 0:
+            lo = mid
+        else:
+            hi = mid
+    dl = math.exp(lo)
+    return dl, float(alpha0_of(np.array(dl)))
+
+
+@dataclass(frozen=True)
+class RouteResult:
+    """One calibration route: its ``alpha_0``, inner ``delta``, achieved ``(alpha, delta')``, or why it failed."""
+
+    route: str
+    valid: bool
+    alpha0: float | None = None
+    delta: float | None = None
+    alpha: float | None = None
+    delta_prime: float | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The result of :func:`calibrate`: the chosen route and all routes considered."""
+
+    alpha_target: float
+    delta_prime_target: float
+    m: int
+    n: int | None
+    model: Model
+    best: RouteResult
+    routes: dict[str, RouteResult] = field(default_factory=dict)
+
+    @property
+    def alpha0(self) -> float:
+        return float(self.best.alpha0)
+
+    @property
+    def route(self) -> str:
+        return self.best.route
+
+    @property
+    def shuffle_beats_composition(self) -> bool:
+        return self.best.route != "composition"
+
+    def note(self) -> str:
+        comp = self.routes["composition"].alpha0
+        if not self.shuffle_beats_composition:
+            return (
+                f"the shuffle bound does not beat plain composition here: alpha_0 = alpha/m = {comp:.4g} with delta = 0"
+            )
+        return (
+            f"{self.best.route} allows alpha_0 = {self.best.alpha0:.4g}, {self.best.alpha0 / comp:.3g}x the "
+            f"composition value {comp:.4g}, at delta' = {self.best.delta_prime:.3g}"
+        )
+
+    def as_dict(self) -> dict:
+        b = self.best
+        return {
+            "alpha": b.alpha,
+            "alpha0": b.alpha0,
+            "delta": b.delta,
+            "delta_prime": b.delta_prime,
+            "route": b.route,
+            "model": self.model.value,
+            "m": self.m,
+            "n": self.n,
+            "alpha_target": self.alpha_target,
+            "delta_prime_target": self.delta_prime_target,
+            "note": self.note(),
+            "routes": {k: vars(v) for k, v in self.routes.items()},
+        }
+
+
+def _route_theorem_44(alpha: float, dp: float, m: int, M: int) -> RouteResult:
+    """Largest alpha_0 by Theorem 4.4: bisection on alpha_0; for each, the largest inner delta."""
+    log_t = math.log(dp)
+
+    def feasible(a0: float) -> tuple[float, float] | None:
+        got = _largest_inner_delta(lambda d: np.full(np.shape(d), a0), m, M, log_t)
+        if got is None:
+            return None
+        delta, _ = got
+        if not a0 < validity_limit(M, delta):
+            return None
+        if float(_alpha_44(a0, m, M, delta)) > alpha * (1 + 1e-12):
+            return None
+        return got
+
+    hi = max(math.log(M), 1e-9)  # validity_limit < ln(M) always
+    lo = 0.0
+    best = None
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        got = feasible(mid)
+        if got is not None:
+            lo, best = mid, got
+        else:
+            hi = mid
+        if hi - lo < 1e-10 * max(hi, 1e-12):
+            break
+    if best is None or lo <= 0:
+        return RouteResult("theorem 4.4", False, reason="no alpha_0 > 0 meets the target within Theorem 4.3's range")
+    delta = best[0]
+    a = float(_alpha_44(lo, m, M, delta))
+    return RouteResult("theorem 4.4", True, lo, delta, a, delta * math.exp(float(_h1(lo, m, M, delta))))
+
+
+def _route_asymptotic(alpha: float, dp: float, m: int, n: int | None, M: int) -> RouteResult:
+    name = "eq. (7)" if n is not None else "eq. (6)"
+
+    def a0_of(d):
+        return np.vectorize(lambda x: asymptotic_alpha0(alpha, m, float(x), n) or -1.0)(d)
+
+    got = _largest_inner_delta(a0_of, m, M, math.log(dp))
+    if got is None:
+        return RouteResult(name, False, reason="the formula gives no alpha_0 whose delta' meets the target")
+    delta, a0 = got
+    if not a0 < validity_limit(M, delta):
+        return RouteResult(name, False, a0, delta, reason="alpha_0 is outside Theorem 4.3's validity range")
+    a = float(_alpha_44(a0, m, M, delta))
+    if a > alpha * (1 + 1e-12):
+        return RouteResult(name, False, a0, delta, a, reason=f"Theorem 4.4 certifies only alpha = {a:.4g} > target")
+    return RouteResult(name, True, a0, delta, a, delta * math.exp(float(_h1(a0, m, M, delta))))
+
+
+def calibrate(
+    alpha: float,
+    delta_prime: float,
+    m: int,
+    n: int | None = None,
+    model: Model | str | None = None,
+    route: str = "best",
+) -> Calibration:
+    """Largest item-level ``alpha_0`` such that PrivEMDItemWise is ``(alpha, delta')``-bounded d_EM-DP.
+
+    Routes: ``"theorem 4.4"``, ``"eq. (6)"`` / ``"eq. (7)"`` (the asymptotic formula, kept only if Theorem
+    4.4 certifies it) and ``"composition"`` (``alpha_0 = alpha / m``, ``delta = 0``; always valid). With
+    ``route="best"`` (default) the valid route with the largest ``alpha_0`` wins.
+    """
+    a = float(alpha)
+    if not (math.isfinite(a) and a > 0):
+        raise ParameterError(f"alpha must be positive and finite, got {alpha!r}")
+    dp = _check_delta(delta_prime, "delta'")
+    M, mdl = _shuffled(m, n, model)
+    m = int(m)
+    nn = None if mdl is Model.LOCAL else int(n)
+    routes = {
+        "theorem 4.4": _route_theorem_44(a, dp, m, M),
+        ("eq. (7)" if nn is not None else "eq. (6)"): _route_asymptotic(a, dp, m, nn, M),
+        "composition": RouteResult("composition", True, a / m, 0.0, a, 0.0),
+    }
+    if route == "best":
+        best = max((r for r in routes.values() if r.valid), key=lambda r: r.alpha0)
+    else:
+        key = {"eq6": "eq. (6)", "eq7": "eq. (7)", "theorem": "theorem 4.4"}.get(route, route)
+        if key not in routes:
+            raise ParameterError(f"unknown route {route!r}; choose from {list(routes)} or 'best'")
+        best = routes[key]
+        if not best.valid:
+            raise ParameterError(f"route {key!r} is not valid here: {best.reason}")
+    return Calibration(a, dp, m, nn, mdl, best, routes)
+
+
+# --------------------------------------------------------------------------------------------
+# Section 5: the unbounded reduction
+# --------------------------------------------------------------------------------------------
+
+
+def reduction_alpha(epsilon: float, r: float, s: int, delta: float) -> float:
+    """Theorem 5.3: BoundedEMDReduction with ``s`` samples per user is ``(epsilon, 2 delta, r)``-discrete
+    d_EM-DP when the bounded mechanism is ``(alpha, delta)``-d_EM-DP with
+    ``alpha = epsilon / ((1 + sqrt 2) r + (3/s) ln(1/delta))``.
+
+    (Lemma 5.2 as printed has ``3/8 ln(1/delta)``; its proof, and Theorem 5.3, use ``(3/s) ln(1/delta)``.)
+    """
+    eps = float(epsilon)
+    if not (math.isfinite(eps) and eps > 0):
+        raise ParameterError("epsilon must be positive and finite")
+    if not 0 < r <= 1:
+        raise ParameterError(f"r must lie in (0, 1], got {r}")
+    s = _check_m(s, "s")
+    delta = _check_delta(delta)
+    return eps / ((1 + math.sqrt(2)) * r + 3.0 / s * math.log(1 / delta))
+
+
+def reduction_guarantee(epsilon: float, r: float, delta: float, model: Model | str = Model.LOCAL) -> DiscreteEMDDP:
+    """The ``(epsilon, 2 delta, r)``-discrete d_EM-DP guarantee Theorem 5.3 gives."""
+    return DiscreteEMDDP(epsilon, 2 * _check_delta(delta), r, Model(model))
+
+
+def min_samples(r: float, delta: float) -> int:
+    """Theorem 1.3: the reduction's guarantee holds for every ``r >= 2 ln(1/delta) / s``, so the smallest
+    number of samples per user for a given ``r`` is ``ceil(2 ln(1/delta) / r)``."""
+    if not 0 < r <= 1:
+        raise ParameterError(f"r must lie in (0, 1], got {r}")
+    return math.ceil(2 * math.log(1 / _check_delta(delta)) / r)
