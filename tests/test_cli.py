@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from userdp.cli import main
 
 
@@ -25,3 +27,42 @@ def test_demo_refuses_bad_epsilon(tmp_path, capsys):
 def test_datasets_command(capsys):
     assert main(["datasets"]) == 0
     assert "foursquare_nyc" in capsys.readouterr().out
+
+
+def test_account_calibrate_json(capsys):
+    assert (
+        main(["account", "calibrate", "--alpha", "25", "--m", "1000", "--n", "100000", "--delta", "1e-5", "--json"])
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert {"alpha", "alpha0", "delta", "delta_prime", "route", "model"} <= set(out)
+    assert out["route"] == "theorem 4.4" and out["model"] == "central" and 2.6 < out["alpha0"] < 3.1
+
+
+def test_account_shuffle_json_and_plot(tmp_path, capsys):
+    png = tmp_path / "curve.png"
+    argv = ["account", "shuffle", "--alpha0", "2.7", "--m", "1000", "--n", "100000", "--delta", "1e-12"]
+    assert main([*argv, "--json", "--plot", str(png)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["alpha"] == pytest.approx(25, abs=0.5) and 1e-6 < out["delta_prime"] < 1e-4
+    assert png.stat().st_size > 1000
+
+
+def test_account_reduction_json(capsys):
+    assert main(["account", "reduction", "--epsilon", "1", "--r", "0.05", "--delta", "1e-6", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["s"] == out["min_samples"] == 553
+
+
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["account", "shuffle", "--alpha0", "3", "--m", "100", "--delta", "1e-6"], "Theorem 4.3 needs"),
+        (["account", "shuffle", "--alpha0", "0.1", "--m", "0", "--delta", "1e-6"], "positive integer"),
+        (["account", "calibrate", "--alpha", "5", "--m", "100", "--delta", "1.5"], "delta'"),
+        (["account", "shuffle", "--alpha0", "0.1", "--m", "10", "--n", "0", "--delta", "1e-6"], "positive integer"),
+    ],
+)
+def test_account_bad_input(argv, msg, capsys):
+    assert main(argv) == 2
+    assert msg in capsys.readouterr().err

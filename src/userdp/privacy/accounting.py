@@ -263,7 +263,12 @@ def asymptotic_alpha0(alpha: float, m: int, delta: float, n: int | None = None) 
 # Calibration
 # --------------------------------------------------------------------------------------------
 
-_LOG_DELTA_GRID = np.linspace(math.log(1e-300), math.log(0.999), 1400)
+_LOG_DELTA_GRID = np.linspace(math.log(1e-300), math.log(0.999), 700)
+
+
+def _h1_scalar(a0: float, m: int, M: int, delta: float) -> float:
+    C = 8.0 * math.sqrt(math.exp(a0) * math.log(4.0 * m / delta) / M) + 8.0 * math.exp(a0) / M
+    return m * math.log1p(math.tanh(0.5 * a0) * C)
 
 
 def _largest_inner_delta(alpha0_of: Callable, m: int, M: int, log_target: float) -> tuple[float, float] | None:
@@ -283,17 +288,17 @@ def _largest_inner_delta(alpha0_of: Callable, m: int, M: int, log_target: float)
         return None
     i = int(np.flatnonzero(ok)[-1])
     lo, hi = ld[i], (ld[i + 1] if i + 1 < ld.size else ld[i])
-    for _ in range(60):
+    for _ in range(45):
         mid = 0.5 * (lo + hi)
         dm = math.exp(mid)
-        a = float(alpha0_of(np.array(dm)))
-        f = mid + float(_h1(a, m, M, dm)) - log_target if a > 0 else math.inf
+        a = float(alpha0_of(dm))
+        f = mid + _h1_scalar(a, m, M, dm) - log_target if a > 0 else math.inf
         if f <= 0:
             lo = mid
         else:
             hi = mid
     dl = math.exp(lo)
-    return dl, float(alpha0_of(np.array(dl)))
+    return dl, float(alpha0_of(dl))
 
 
 @dataclass(frozen=True)
@@ -367,7 +372,7 @@ def _route_theorem_44(alpha: float, dp: float, m: int, M: int) -> RouteResult:
     log_t = math.log(dp)
 
     def feasible(a0: float) -> tuple[float, float] | None:
-        got = _largest_inner_delta(lambda d: np.full(np.shape(d), a0), m, M, log_t)
+        got = _largest_inner_delta(lambda d: np.full(np.shape(d), a0) if np.ndim(d) else a0, m, M, log_t)
         if got is None:
             return None
         delta, _ = got
@@ -377,7 +382,10 @@ def _route_theorem_44(alpha: float, dp: float, m: int, M: int) -> RouteResult:
             return None
         return got
 
-    hi = max(math.log(M), 1e-9)  # validity_limit < ln(M) always
+    # The inner delta is at most delta', so alpha_0 < validity_limit(M, delta') is necessary.
+    hi = validity_limit(M, dp)
+    if hi <= 0:
+        return RouteResult("theorem 4.4", False, reason=f"Theorem 4.3's range is empty for M = {M} shuffled items")
     lo = 0.0
     best = None
     for _ in range(60):
@@ -400,7 +408,9 @@ def _route_asymptotic(alpha: float, dp: float, m: int, n: int | None, M: int) ->
     name = "eq. (7)" if n is not None else "eq. (6)"
 
     def a0_of(d):
-        return np.vectorize(lambda x: asymptotic_alpha0(alpha, m, float(x), n) or -1.0)(d)
+        if np.ndim(d) == 0:
+            return asymptotic_alpha0(alpha, m, float(d), n) or -1.0
+        return np.array([asymptotic_alpha0(alpha, m, float(x), n) or -1.0 for x in d])
 
     got = _largest_inner_delta(a0_of, m, M, math.log(dp))
     if got is None:
