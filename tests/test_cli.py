@@ -66,3 +66,23 @@ def test_account_reduction_json(capsys):
 def test_account_bad_input(argv, msg, capsys):
     assert main(argv) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_account_shuffle_numerical_json(capsys):
+    argv = [
+        "account",
+        "shuffle",
+        "--alpha0",
+        "1.0",
+        "--m",
+        "20",
+        "--n",
+        "200",
+        "--delta",
+        "1e-4",
+        "--numerical",
+        "--json",
+    ]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["route"] == "numerical" and out["alpha"] < 2.0

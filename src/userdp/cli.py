@@ -149,8 +149,17 @@ def _print_kv(title: str, rows: dict) -> None:
 
 
 def cmd_account_shuffle(args: argparse.Namespace) -> int:
-    from .privacy.accounting import shuffle_guarantee
+    from .privacy.accounting import numerical_shuffle_guarantee, shuffle_guarantee
 
+    if args.numerical:
+        nb = numerical_shuffle_guarantee(args.alpha0, args.m, args.delta, n=args.n)
+        out = nb.as_dict()
+        if args.json:
+            print(json.dumps(out))
+            return 0
+        _print_kv("numerical amplification bound: PrivEMDItemWise", out)
+        _console().print(nb.guarantee().describe())
+        return 0
     b = shuffle_guarantee(args.alpha0, args.m, args.delta, n=args.n)
     out = b.as_dict()
     if args.plot:
@@ -168,7 +177,7 @@ def cmd_account_shuffle(args: argparse.Namespace) -> int:
 def cmd_account_calibrate(args: argparse.Namespace) -> int:
     from .privacy.accounting import calibrate
 
-    cal = calibrate(args.alpha, args.delta, args.m, n=args.n, route=args.route)
+    cal = calibrate(args.alpha, args.delta, args.m, n=args.n, route=args.route, numerical=args.numerical)
     out = cal.as_dict()
     if args.json:
         print(json.dumps(out))
@@ -232,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--n", type=int, default=None, help="users (central model; omit for local)")
     sh.add_argument("--delta", type=float, required=True, help="the delta inside Theorem 4.4's h")
     sh.add_argument("--plot", default=None, help="write the per-distance curve to this PNG")
+    sh.add_argument("--numerical", action="store_true", help="the numerical amplification bound (tighter)")
     sh.add_argument("--json", action="store_true")
     sh.set_defaults(func=cmd_account_shuffle)
     ca = asub.add_parser("calibrate", help="largest alpha_0 for a target (alpha, delta')")
@@ -239,7 +249,10 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--m", type=int, required=True)
     ca.add_argument("--n", type=int, default=None)
     ca.add_argument("--delta", type=float, required=True, help="the target delta'")
-    ca.add_argument("--route", default="best", help="best (default), theorem 4.4, eq. (6), eq. (7), composition")
+    ca.add_argument(
+        "--route", default="best", help="best (default), theorem 4.4, eq. (6), eq. (7), composition, numerical"
+    )
+    ca.add_argument("--numerical", action="store_true", help="also try the numerical bound (takes seconds)")
     ca.add_argument("--json", action="store_true")
     ca.set_defaults(func=cmd_account_calibrate)
     rd = asub.add_parser("reduction", help="Theorem 5.3 / 1.3 for BoundedEMDReduction")

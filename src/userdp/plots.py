@@ -25,7 +25,12 @@ def plot_privacy_curve(bound, path: str | Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ax.plot(d, eps, label="eps(d) = h(M; m, m d)  (Theorem 4.3)", lw=2)
     ax.plot(d, bound.alpha * d, "--", label=f"alpha d, alpha = {bound.alpha:.3g}  (Theorem 4.4)")
-    ax.plot(d, bound.m * bound.alpha0 * d, ":", label=f"composition at this alpha_0: m alpha_0 d = {bound.m * bound.alpha0:.3g} d")
+    ax.plot(
+        d,
+        bound.m * bound.alpha0 * d,
+        ":",
+        label=f"composition at this alpha_0: m alpha_0 d = {bound.m * bound.alpha0:.3g} d",
+    )
     ax.set_xlabel("d_EM between the two datasets")
     ax.set_ylabel("privacy loss epsilon")
     model = f"central, n = {bound.n}" if bound.n else "local"

@@ -17,6 +17,7 @@ from userdp.privacy.accounting import (
     calibrate,
     h_bound,
     min_samples,
+    numerical_shuffle_guarantee,
     reduction_alpha,
     reduction_guarantee,
     shuffle_guarantee,
@@ -303,3 +304,65 @@ def test_lemma_5_2_projection_is_smooth():
         idx = rng.integers(0, 4, s)  # sample from the optimal coupling
         fails += emd_assignment(K[idx], Kp[perm][idx], space)[0] > bound
     assert fails / trials <= delta
+
+
+# ------------------------------------------------------------------------- beyond the paper: numerical bound
+
+
+@pytest.mark.parametrize("m,n,alpha0,delta", CONFIGS)
+def test_numerical_bound_holds_exactly_and_beats_theorem_4_4(m, n, alpha0, delta):
+    nb = numerical_shuffle_guarantee(alpha0, m, delta, n=n)
+    th = shuffle_guarantee(alpha0, m, delta, n=n)
+    assert nb.alpha <= th.alpha  # never looser than Theorem 4.4
+    assert nb.source == "numerical" and nb.alpha < th.alpha / 3  # and much tighter on these examples
+    for moved in (m, m // 2, 1):
+        P, Q = _pmfs(m, n, moved, alpha0)
+        assert hockey_stick(P, Q, nb.alpha * moved / m) <= nb.delta_prime
+
+
+def test_numerical_bound_halved_is_caught():
+    """The numerical bound is within a factor 2 of the truth, so halving it is detected."""
+    caught = []
+    for m, n, alpha0, delta in CONFIGS:
+        nb = numerical_shuffle_guarantee(alpha0, m, delta, n=n)
+        P, Q = _pmfs(m, n, m, alpha0)
+        caught.append(hockey_stick(P, Q, nb.alpha / 2) > nb.delta_prime)
+    assert all(caught)
+
+
+def test_clone_reduction_matches_brute_force():
+    """_CloneModel's closed-form divergence equals a brute-force sum over (C, A, Delta) for small M, and it
+    is non-increasing in the number of clones c (c + 1 clones = c clones plus a coin)."""
+    from scipy.stats import binom as B
+
+    from userdp.privacy.accounting import _CloneModel
+
+    M, alpha0, eps_pair = 9, 0.7, 0.4
+    cm = _CloneModel(M, alpha0, tail=0.0, buckets=10_000)
+    p, q = math.exp(-alpha0), 1 / (1 + math.exp(-eps_pair))
+    for t in (0.0, 0.1, 0.3):
+        total = 0.0
+        for c in range(M):
+            pc = B.pmf(c, M - 1, p)
+            for a in range(c + 2):
+                p0 = q * B.pmf(a - 1, c, 0.5) + (1 - q) * B.pmf(a, c, 0.5)
+                p1 = (1 - q) * B.pmf(a - 1, c, 0.5) + q * B.pmf(a, c, 0.5)
+                total += pc * max(p0 - math.exp(t) * p1, 0.0)
+        assert cm.hockey_stick(t, eps_pair) == pytest.approx(total, rel=1e-9, abs=1e-15)
+    big = _CloneModel(10**6, 1.0, tail=0.0, buckets=10_000)
+    per_c = []
+    for c in range(0, 400, 7):
+        big.starts, big.weights, big.low_tail = np.array([float(c)]), np.array([1.0]), 0.0
+        per_c.append(big.hockey_stick(0.2, 0.9))
+    assert np.all(np.diff(per_c) <= 1e-15)
+
+
+def test_numerical_calibration_route():
+    cal = calibrate(4.0, 1e-3, 20, n=200, numerical=True)
+    num = cal.routes["numerical"]
+    assert num.valid and num.alpha <= 4.0 and num.delta_prime <= 1e-3
+    assert num.alpha0 > cal.routes["theorem 4.4"].alpha0
+    assert cal.route == "numerical"
+    nb = numerical_shuffle_guarantee(num.alpha0, 20, num.delta, n=200)
+    P, Q = _pmfs(20, 200, 20, num.alpha0)
+    assert hockey_stick(P, Q, nb.alpha) <= nb.delta_prime
