@@ -61,6 +61,7 @@ def test_account_reduction_json(capsys):
         (["account", "shuffle", "--alpha0", "0.1", "--m", "0", "--delta", "1e-6"], "positive integer"),
         (["account", "calibrate", "--alpha", "5", "--m", "100", "--delta", "1.5"], "delta'"),
         (["account", "shuffle", "--alpha0", "0.1", "--m", "10", "--n", "0", "--delta", "1e-6"], "positive integer"),
+        (["account", "calibrate", "--alpha", "5", "--m", "100", "--delta", "1e-6", "--model", "central"], "needs n"),
     ],
 )
 def test_account_bad_input(argv, msg, capsys):

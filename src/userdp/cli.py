@@ -152,7 +152,7 @@ def cmd_account_shuffle(args: argparse.Namespace) -> int:
     from .privacy.accounting import numerical_shuffle_guarantee, shuffle_guarantee
 
     if args.numerical:
-        nb = numerical_shuffle_guarantee(args.alpha0, args.m, args.delta, n=args.n)
+        nb = numerical_shuffle_guarantee(args.alpha0, args.m, args.delta, n=args.n, model=args.model)
         out = nb.as_dict()
         if args.json:
             print(json.dumps(out))
@@ -160,7 +160,7 @@ def cmd_account_shuffle(args: argparse.Namespace) -> int:
         _print_kv("numerical amplification bound: PrivEMDItemWise", out)
         _console().print(nb.guarantee().describe())
         return 0
-    b = shuffle_guarantee(args.alpha0, args.m, args.delta, n=args.n)
+    b = shuffle_guarantee(args.alpha0, args.m, args.delta, n=args.n, model=args.model)
     out = b.as_dict()
     if args.plot:
         from .plots import plot_privacy_curve
@@ -177,7 +177,9 @@ def cmd_account_shuffle(args: argparse.Namespace) -> int:
 def cmd_account_calibrate(args: argparse.Namespace) -> int:
     from .privacy.accounting import calibrate
 
-    cal = calibrate(args.alpha, args.delta, args.m, n=args.n, route=args.route, numerical=args.numerical)
+    cal = calibrate(
+        args.alpha, args.delta, args.m, n=args.n, model=args.model, route=args.route, numerical=args.numerical
+    )
     out = cal.as_dict()
     if args.json:
         print(json.dumps(out))
@@ -239,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--alpha0", type=float, required=True)
     sh.add_argument("--m", type=int, required=True, help="items per user")
     sh.add_argument("--n", type=int, default=None, help="users (central model; omit for local)")
+    sh.add_argument("--model", choices=["local", "central"], default=None, help="default: central iff --n is given")
     sh.add_argument("--delta", type=float, required=True, help="the delta inside Theorem 4.4's h")
     sh.add_argument("--plot", default=None, help="write the per-distance curve to this PNG")
     sh.add_argument("--numerical", action="store_true", help="the numerical amplification bound (tighter)")
@@ -248,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--alpha", type=float, required=True)
     ca.add_argument("--m", type=int, required=True)
     ca.add_argument("--n", type=int, default=None)
+    ca.add_argument("--model", choices=["local", "central"], default=None, help="default: central iff --n is given")
     ca.add_argument("--delta", type=float, required=True, help="the target delta'")
     ca.add_argument(
         "--route", default="best", help="best (default), theorem 4.4, eq. (6), eq. (7), composition, numerical"
