@@ -1,0 +1,31 @@
+"""d_EM-DP mechanisms (Imola, Roy Chowdhury & Chaudhuri, CCS 2024).
+
+* :mod:`.randomizers` -- item-level metric-DP randomizers (GKRR, exponential, planar Laplace, K-norm);
+* :mod:`.linear` -- PrivEMDLinear (Algorithm 1) and user-level baselines;
+* :mod:`.itemwise` -- PrivEMDItemWise (Algorithm 2) and BoundedEMDReduction (Algorithm 3);
+* :mod:`.frequency` -- frequency estimation (Algorithm 4) and its baselines.
+"""
+
+from .frequency import freq_est_gkrr, freq_est_hadamard, freq_laplace_central, project_simplex
+from .itemwise import BoundedEMDReduction, itemwise_guarantee, priv_emd_itemwise
+from .linear import embedding_lipschitz, linear_baseline, lipschitz_constant, priv_emd_linear
+from .randomizers import GKRR, ExponentialRandomizer, ItemRandomizer, KNormRandomizer, PlanarLaplace
+
+__all__ = [
+    "GKRR",
+    "BoundedEMDReduction",
+    "ExponentialRandomizer",
+    "ItemRandomizer",
+    "KNormRandomizer",
+    "PlanarLaplace",
+    "embedding_lipschitz",
+    "freq_est_gkrr",
+    "freq_est_hadamard",
+    "freq_laplace_central",
+    "itemwise_guarantee",
+    "linear_baseline",
+    "lipschitz_constant",
+    "priv_emd_itemwise",
+    "priv_emd_linear",
+    "project_simplex",
+]

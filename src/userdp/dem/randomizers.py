@@ -1,0 +1,307 @@
+"""Item-level ``alpha_0``-``d_X``-DP randomizers (the mechanism ``A`` of Algorithm 2, Imola et al.).
+
+Each randomizer states its guarantee (:class:`userdp.privacy.ItemMetricDP`, Definition 2.3:
+``P[A(x) = y] <= e^{alpha_0 d(x, x')} P[A(x') = y]``).
+
+Finite randomizers sample from **integer weight tables**, so their privacy loss is a property of a
+table of integers that the code computes exactly (``realized_alpha0``) and the tests check; the
+requested ``alpha_0`` is never exceeded. Continuous randomizers (planar Laplace, K-norm on embeddings)
+draw K-norm noise and snap it to a lattice of spacing ``2^-40`` of the space's diameter before adding
+it to the lattice-rounded input (floating-point safety, see :mod:`userdp.noise`); the rounding adds at
+most ``alpha_0 2^-40 sqrt(dim)`` to the log-ratio of any two inputs, which the guarantee's description
+states.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+
+import numpy as np
+from numba import njit
+
+from ..errors import DataError, ParameterError
+from ..metrics.spaces import ClusteredMetric, EuclideanMetric, FiniteSpace
+from ..noise import RngLike, knorm_noise, resolve_rng, sample_cumulative
+from ..privacy.guarantees import ItemMetricDP
+
+__all__ = ["ItemRandomizer", "GKRR", "ExponentialRandomizer", "PlanarLaplace", "KNormRandomizer"]
+
+_TOP = 1 << 62
+
+
+def _check_alpha0(alpha0: float) -> float:
+    a = float(alpha0)
+    if not (math.isfinite(a) and a > 0):
+        raise ParameterError(f"alpha_0 must be positive and finite, got {alpha0!r}")
+    if a > 40:
+        raise ParameterError(f"alpha_0 = {a} is too large for an item randomizer (at most 40)")
+    return a
+
+
+class ItemRandomizer(ABC):
+    """An item-level metric-DP randomizer."""
+
+    alpha0: float
+
+    @property
+    @abstractmethod
+    def guarantee(self) -> ItemMetricDP:
+        """Its item-level guarantee."""
+
+    @abstractmethod
+    def randomize(self, items: np.ndarray, rng: RngLike = None) -> np.ndarray:
+        """Apply the randomizer independently to every item."""
+
+
+# --------------------------------------------------------------------------------------------
+# GKRR on the clustered metric
+# --------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _gkrr_kernel(words, codes, t, k, Ws, Wi, Wo, T, mask, out):
+    pos = 0
+    nw = words.size
+    band_in = Ws + (t - 1) * Wi
+    for i in range(codes.size):
+        while True:
+            if pos >= nw:
+                return -1
+            w = np.int64(words[pos] & mask)
+            pos += 1
+            if w < T:
+                break
+        x = codes[i]
+        if w < Ws:
+            out[i] = x
+        elif w < band_in:
+            b = x // t
+            c = x - b * t
+            j = (w - Ws) // Wi
+            if j >= c:
+                j += 1
+            out[i] = b * t + j
+        else:
+            j = (w - band_in) // Wo
+            start = (x // t) * t
+            if j >= start:
+                j += t
+            out[i] = j
+    return pos
+
+
+class GKRR(ItemRandomizer):
+    """Generalized k-randomized response on the clustered metric ``B x C`` (Imola et al., section 6.2).
+
+    ``P[(b,c) -> (b,c)] ∝ e^{alpha_0}``, ``P[(b,c) -> (b,c')] ∝ e^{(1-r) alpha_0}`` (same cluster),
+    ``P[(b,c) -> (b',c')] ∝ 1`` (other clusters). Every row has the same normalizer, so ratios of
+    probabilities are ratios of weights; the weights are integers ``W_same >= W_in >= W_out`` scaled to a
+    total just below ``2^62`` (one 64-bit word per item, almost never rejected), rounded so that
+    ``W_same / W_in <= e^{r alpha_0}``, ``W_same / W_out <= e^{alpha_0}``, ``W_in / W_out <= e^{alpha_0}``.
+    """
+
+    def __init__(self, space: ClusteredMetric, alpha0: float):
+        if not isinstance(space, ClusteredMetric):
+            raise ParameterError("GKRR needs a ClusteredMetric")
+        a0 = _check_alpha0(alpha0)
+        self.space, self.alpha0 = space, a0
+        s, t, r = space.n_clusters, space.cluster_size, space.r
+        k = s * t
+        tau = math.exp(a0) + (t - 1) * math.exp((1 - r) * a0) + (k - t)
+        scale = (_TOP - 4 * k) / tau
+        Wo = max(int(math.floor(scale)), 1)
+        Wi = int(math.floor(Wo * math.exp((1 - r) * a0) * (1 - 1e-12)))
+        Ws = int(math.floor(min(Wi * math.exp(r * a0), Wo * math.exp(a0)) * (1 - 1e-12)))
+        if t == 1:
+            Wi = Ws  # no same-cluster alternatives; keep the formulas uniform
+        self.W_same, self.W_in, self.W_out = Ws, Wi, Wo
+        self.total = Ws + (t - 1) * Wi + (k - t) * Wo
+        if self.total > _TOP:
+            raise ParameterError("GKRR weights overflow; the domain is too large")
+
+    @property
+    def realized_alpha0(self) -> float:
+        """The exact item-level parameter of the integer table (at most ``alpha0``)."""
+        r = self.space.r
+        vals = [math.log(self.W_same / self.W_out)]
+        if self.space.cluster_size > 1:
+            vals += [math.log(self.W_same / self.W_in) / r, math.log(self.W_in / self.W_out)]
+        return max(vals)
+
+    @property
+    def guarantee(self) -> ItemMetricDP:
+        return ItemMetricDP(self.realized_alpha0, 0.0, metric=repr(self.space))
+
+    def probabilities(self) -> tuple[float, float, float]:
+        """``(p_same, p_in, p_out)``: probability of the true item, of each other item in its cluster, and of
+        each item in another cluster."""
+        T = self.total
+        return self.W_same / T, self.W_in / T, self.W_out / T
+
+    def transition_matrix(self) -> np.ndarray:
+        """The dense ``k x k`` matrix ``A[x, y] = P[GKRR(x) = y]`` (for tests and small ``k``)."""
+        ps, pi, po = self.probabilities()
+        same_b = self.space.cost_matrix(np.arange(self.space.size), np.arange(self.space.size))
+        return np.where(same_b == 0, ps, np.where(same_b < 1, pi, po))
+
+    def randomize(self, items: np.ndarray, rng: RngLike = None) -> np.ndarray:
+        codes = np.ascontiguousarray(self.space.check_codes(items), dtype=np.int64)
+        src = resolve_rng(rng)
+        out = np.empty_like(codes)
+        t, k = self.space.cluster_size, self.space.size
+        mask = np.uint64((1 << 62) - 1)
+        chunk = 1 << 20
+        for s0 in range(0, codes.size, chunk):
+            c = codes[s0 : s0 + chunk]
+            o = out[s0 : s0 + chunk]
+            budget = c.size + c.size // 8 + 64
+            while _gkrr_kernel(src.words(budget), c, t, k, self.W_same, self.W_in, self.W_out, self.total, mask, o) < 0:
+                budget *= 2
+        return out
+
+    def unbiased_estimate(self, v: np.ndarray) -> np.ndarray:
+        """The unbiased estimator ``H = v A^{-1}`` of Algorithm 4 in closed form, ``O(k)``.
+
+        ``A = a I + b (I_s ⊗ J_t) + c J_k`` with ``a = p_same - p_in``, ``b = p_in - p_out``, ``c = p_out``.
+        Writing ``S(.)`` for cluster sums, ``v = a H + b S(H) ⊗ 1_t + c (ΣH) 1`` gives
+        ``ΣH = Σv`` (rows of ``A`` sum to 1), ``S(H) = (S(v) - c t ΣH) / (a + b t)`` and
+        ``H = (v - b S(H) ⊗ 1_t - c ΣH) / a``.
+        """
+        v = np.asarray(v, dtype=np.float64)
+        s, t = self.space.n_clusters, self.space.cluster_size
+        if v.shape != (s * t,):
+            raise DataError(f"expected a histogram of length {s * t}")
+        ps, pi, po = self.probabilities()
+        a, b, c = ps - pi, pi - po, po
+        total = v.sum()
+        Sv = v.reshape(s, t).sum(axis=1)
+        SH = (Sv - c * t * total) / (a + b * t)
+        H = (v.reshape(s, t) - b * SH[:, None] - c * total) / a
+        return H.reshape(-1)
+
+
+# --------------------------------------------------------------------------------------------
+# Exponential mechanism on any finite metric
+# --------------------------------------------------------------------------------------------
+
+
+class ExponentialRandomizer(ItemRandomizer):
+    """``P(y | x) ∝ exp(-alpha_0 d(x, y) / 2)`` on a finite metric space: ``alpha_0``-``d_X``-DP (the weight
+    ratio is at most ``e^{alpha_0 d/2}`` by the triangle inequality, and so is the normalizer ratio).
+
+    Weights are integers (largest ``2^52`` per row), sampled exactly; ``realized_alpha0`` is the exact
+    parameter of the integer table, computed over all pairs (``O(k^3)``, so ``k <= 2000``).
+    """
+
+    def __init__(self, space: FiniteSpace, alpha0: float, max_size: int = 2000):
+        a0 = _check_alpha0(alpha0)
+        if space.size > max_size:
+            raise ParameterError(f"the exponential randomizer stores a k x k table; k = {space.size} > {max_size}")
+        self.space, self.alpha0 = space, a0
+        D = space.full_matrix()
+        self._D = D
+        inner = a0
+        for _ in range(8):
+            W = np.floor(np.exp(-inner * D / 2) * 2.0**52).astype(np.int64)
+            W = np.maximum(W, 1)
+            self._W = W
+            self._cum = np.cumsum(W, axis=1)
+            real = self._realized()
+            if real <= a0:
+                break
+            inner *= a0 / real * (1 - 1e-9)
+        else:  # pragma: no cover - never needed for alpha_0 <= 40
+            raise ParameterError("could not build an integer table within alpha_0")
+        self.realized = real
+
+    def _realized(self) -> float:
+        logP = np.log(self._W) - np.log(self._W.sum(axis=1, keepdims=True))
+        k = logP.shape[0]
+        worst = 0.0
+        for s0 in range(0, k, 64):
+            diff = logP[s0 : s0 + 64, None, :] - logP[None, :, :]  # (chunk, k, k): log P(y|x) - log P(y|x')
+            loss = diff.max(axis=2)
+            d = self._D[s0 : s0 + 64]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(d > 0, loss / np.where(d > 0, d, 1), 0.0)
+            worst = max(worst, float(ratio.max()))
+        return worst
+
+    @property
+    def realized_alpha0(self) -> float:
+        return self.realized
+
+    @property
+    def guarantee(self) -> ItemMetricDP:
+        return ItemMetricDP(self.realized, 0.0, metric=repr(self.space))
+
+    def transition_matrix(self) -> np.ndarray:
+        return self._W / self._W.sum(axis=1, keepdims=True)
+
+    def randomize(self, items: np.ndarray, rng: RngLike = None) -> np.ndarray:
+        codes = self.space.check_codes(items)
+        return sample_cumulative(self._cum, codes, rng)
+
+
+# --------------------------------------------------------------------------------------------
+# Continuous randomizers
+# --------------------------------------------------------------------------------------------
+
+
+def _snap_add(x: np.ndarray, noise: np.ndarray, g: float) -> np.ndarray:
+    return (np.rint(x / g) + np.rint(noise / g)) * g
+
+
+class KNormRandomizer(ItemRandomizer):
+    """Metric DP for vectors (e.g. word embeddings) under the Euclidean metric normalized by the public
+    ``diameter``: ``x + Z`` with ``Z`` of density ``∝ exp(-alpha_0 ||z||_2 / diameter)`` (l2 K-norm:
+    ``Gamma(dim, diameter/alpha_0)`` radius, uniform direction), snapped to a ``diameter 2^-40`` lattice."""
+
+    def __init__(self, space: EuclideanMetric, alpha0: float):
+        if not isinstance(space, EuclideanMetric):
+            raise ParameterError("KNormRandomizer needs a EuclideanMetric")
+        self.space, self.alpha0 = space, _check_alpha0(alpha0)
+        self.granularity = space.scale * 2.0**-40
+
+    @property
+    def guarantee(self) -> ItemMetricDP:
+        return ItemMetricDP(self.alpha0, 0.0, metric=f"{self.space!r} (+ lattice term <= alpha_0 2^-40 sqrt(dim))")
+
+    def randomize(self, items: np.ndarray, rng: RngLike = None) -> np.ndarray:
+        x = self.space.check_points(items)
+        z = knorm_noise(self.space.dim, self.space.scale / self.alpha0, "l2", x.shape[0], rng)
+        return _snap_add(x, z, self.granularity)
+
+
+class PlanarLaplace(KNormRandomizer):
+    """Geo-indistinguishability (Andres et al., CCS 2013): the planar Laplace mechanism on 2-D points (for
+    locations: a public local projection in km, see :meth:`from_latlon`), optionally remapped to the
+    nearest of a public set of points (grid cell centres or venues) -- post-processing, so the guarantee
+    is unchanged. Radius ``Gamma(2, diameter/alpha_0)``, uniform angle."""
+
+    def __init__(self, space: EuclideanMetric, alpha0: float, remap_to: np.ndarray | None = None):
+        if space.dim != 2:
+            raise ParameterError("planar Laplace needs a 2-D space")
+        super().__init__(space, alpha0)
+        self.remap_to = None if remap_to is None else np.asarray(remap_to, dtype=np.float64).reshape(-1, 2)
+
+    @staticmethod
+    def latlon_to_km(latlon: np.ndarray, origin: tuple[float, float]) -> np.ndarray:
+        """Equirectangular projection (km) around a public ``origin`` (lat, lon); accurate to about 0.1%
+        over a city-sized box."""
+        p = np.asarray(latlon, dtype=np.float64).reshape(-1, 2)
+        lat0 = math.radians(origin[0])
+        R = 6371.0088
+        y = np.radians(p[:, 0] - origin[0]) * R
+        x = np.radians(p[:, 1] - origin[1]) * R * math.cos(lat0)
+        return np.column_stack([y, x])
+
+    def randomize(self, items: np.ndarray, rng: RngLike = None) -> np.ndarray:
+        out = super().randomize(items, rng)
+        if self.remap_to is None:
+            return out
+        from scipy.spatial import cKDTree
+
+        _, idx = cKDTree(self.remap_to).query(out)
+        return self.remap_to[idx]
