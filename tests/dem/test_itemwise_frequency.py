@@ -1,0 +1,163 @@
+"""PrivEMDItemWise, BoundedEMDReduction, frequency estimation and its baselines."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from userdp.data import FiniteDomain, UserDataset
+from userdp.dem import (
+    GKRR,
+    BoundedEMDReduction,
+    freq_est_gkrr,
+    freq_est_hadamard,
+    freq_laplace_central,
+    itemwise_guarantee,
+    priv_emd_itemwise,
+    project_simplex,
+)
+from userdp.dem.frequency import composition_epsilon0, demd_error, hadamard_response, rr_composition_delta
+from userdp.errors import DataError, ParameterError
+from userdp.metrics import ClusteredMetric
+from userdp.privacy import DiscreteEMDDP, EMDMetricDP, Model
+from userdp.release import Release
+
+SPACE = ClusteredMetric(4, 3, 0.2)
+
+
+def _ds(n=300, m=20, seed=0, k=12):
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(k) * 0.7)
+    items = rng.choice(k, size=n * m, p=p)
+    return UserDataset(np.arange(n + 1) * m, items, None, FiniteDomain(np.arange(k)))
+
+
+def test_itemwise_local_and_central(rng):
+    ds = _ds()
+    g = GKRR(SPACE, 0.5)
+    loc = priv_emd_itemwise(ds, g, "local", delta=1e-6, rng=rng)
+    assert loc.value.n_users == ds.n_users and list(loc.value.counts()) == list(ds.counts())
+    for i in range(3):  # each user's multiset is released sorted (= shuffled)
+        assert np.all(np.diff(loc.value.user_items(i)) >= 0)
+    assert loc.extras["histogram"].sum() == pytest.approx(1.0)
+    # m = 20 items: Theorem 4.3's range is empty, so the guarantee is composition (m alpha_0, 0)
+    assert loc.params["route"] == "composition" and loc.guarantee.alpha == pytest.approx(20 * g.realized_alpha0)
+    cen = priv_emd_itemwise(ds, g, "central", delta=1e-6, rng=rng)
+    assert cen.value.n_users == 1 and cen.value.n_items == ds.n_items
+    assert cen.params["route"] == "theorem 4.4" and cen.guarantee.model is Model.CENTRAL
+    assert cen.guarantee.alpha < 20 * g.realized_alpha0
+
+
+def test_itemwise_guarantee_picks_the_best():
+    g, route = itemwise_guarantee(2.7, 1000, 1e-12, n=100_000)
+    assert route == "theorem 4.4" and g.alpha < 1000 * 2.7
+    g2, route2 = itemwise_guarantee(0.01, 10, 1e-6)
+    assert route2 == "composition" and g2.alpha == pytest.approx(0.1) and g2.delta == 0
+
+
+def test_itemwise_refuses_unequal_sizes():
+    ds = UserDataset.from_lists([[0, 1], [2]], domain=FiniteDomain(np.arange(12)))
+    with pytest.raises(DataError, match="BoundedEMDReduction"):
+        priv_emd_itemwise(ds, GKRR(SPACE, 1.0))
+
+
+def test_bounded_emd_reduction(rng):
+    ds = UserDataset.from_lists([[0], [1, 2, 3, 4, 5], [7, 7, 8]], domain=FiniteDomain(np.arange(12)))
+    red = BoundedEMDReduction(s=50, epsilon=1.0, r=0.1, delta=1e-6)
+    proj = red.project(ds, rng)
+    assert list(proj.counts()) == [50, 50, 50] and set(proj.user_items(0)) == {0}
+
+    def mech(projected: UserDataset, alpha: float) -> Release:
+        a0 = alpha / projected.counts()[0]  # composition: (m alpha_0, 0)
+        return priv_emd_itemwise(projected, GKRR(SPACE, a0), "local", rng=rng)
+
+    rel = red.run(ds, mech, rng)
+    assert isinstance(rel.guarantee, DiscreteEMDDP)
+    assert rel.guarantee.epsilon == 1.0 and rel.guarantee.delta == 2e-6 and rel.guarantee.r == 0.1
+
+    def greedy(projected: UserDataset, alpha: float) -> Release:
+        return priv_emd_itemwise(projected, GKRR(SPACE, 3 * alpha / 50), "local", rng=rng)
+
+    with pytest.raises(ParameterError, match="Theorem 5.3 needs"):
+        red.run(ds, greedy, rng)
+    with pytest.raises(DataError):
+        red.project(UserDataset.from_lists([[0], []], domain=FiniteDomain(np.arange(12))))
+
+
+def test_gkrr_frequency_estimate_is_unbiased(rng):
+    ds = _ds(n=50, m=10)
+    truth = ds.global_histogram()
+    ests = np.array([freq_est_gkrr(ds, SPACE, 20.0, 1e-6, rng=rng).extras["unbiased"] for _ in range(300)])
+    se = ests.std(axis=0) / math.sqrt(len(ests))
+    z = (ests.mean(axis=0) - truth) / se
+    assert np.all(np.abs(z) < 4.5)
+
+
+def test_frequency_estimators_run_and_report(rng):
+    ds = _ds()
+    truth = ds.global_histogram()
+    for model in ("local", "central"):
+        rel = freq_est_gkrr(ds, SPACE, 20.0, 1e-6, model=model, rng=rng)
+        assert isinstance(rel.guarantee, EMDMetricDP)
+        assert rel.guarantee.alpha <= 20.0 * (1 + 1e-9) and rel.guarantee.delta <= 1e-6
+        assert rel.value.min() >= 0 and rel.value.sum() == pytest.approx(1.0)
+        assert 0 <= demd_error(rel.value, truth, SPACE) <= 1
+    hr = freq_est_hadamard(ds, 2.0, 1e-6, rng=rng)
+    assert hr.guarantee.epsilon == 2.0 and hr.params["epsilon0"] >= 2.0 / 20
+    lap = freq_laplace_central(ds, 1.0, rng=rng)
+    assert lap.params["l1_sensitivity"] == 2.0  # replace one user: 2/n on the normalized histogram
+
+
+def test_hadamard_response_is_unbiased_and_private(rng):
+    k, e0 = 5, 1.0
+    y, K, W1, W0 = hadamard_response(np.full(40_000, 2), k, e0, rng)
+    assert K == 8 and math.log(W1 / W0) <= e0
+    row = 3
+    in_c = np.array([bin(row & v).count("1") % 2 == 0 for v in range(K)])
+    frac = in_c[y].mean()
+    assert stats.binomtest(int(in_c[y].sum()), y.size, W1 / (W1 + W0)).pvalue > 1e-3
+    assert frac > 0.5
+    # exact per-item privacy: P(y|x) is 2 W/(K (W1+W0)), so ratios are at most W1/W0
+    ds = UserDataset(
+        np.arange(2001) * 10, np.random.default_rng(1).integers(0, k, 20_000), None, FiniteDomain(np.arange(k))
+    )
+    ests = np.array([freq_est_hadamard(ds, 5.0, 1e-6, rng=rng).extras["unbiased"] for _ in range(60)])
+    z = (ests.mean(0) - ds.global_histogram()) / (ests.std(0) / math.sqrt(60))
+    assert np.all(np.abs(z) < 4.5)
+
+
+def test_optimal_composition_exact():
+    """rr_composition_delta matches brute force over m-fold randomized response outputs."""
+    e0, m = 0.4, 4
+    p = math.exp(e0) / (1 + math.exp(e0))
+    for eps in (0.0, 0.5, 1.0):
+        tot = 0.0
+        for out in itertools.product([0, 1], repeat=m):
+            P = np.prod([p if o == 0 else 1 - p for o in out])
+            Q = np.prod([1 - p if o == 0 else p for o in out])
+            tot += max(P - math.exp(eps) * Q, 0)
+        assert rr_composition_delta(e0, m, eps) == pytest.approx(tot, abs=1e-15)
+    e = composition_epsilon0(1.0, 1e-6, 200)
+    assert rr_composition_delta(e, 200, 1.0) <= 1e-6 < rr_composition_delta(e * 1.01, 200, 1.0)
+    assert e > 1.0 / 200  # better than basic composition
+
+
+def test_project_simplex():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        v = rng.normal(size=7)
+        p = project_simplex(v)
+        assert p.min() >= 0 and p.sum() == pytest.approx(1.0)
+        for _ in range(20):  # no other simplex point is closer
+            q = rng.dirichlet(np.ones(7))
+            assert np.linalg.norm(v - p) <= np.linalg.norm(v - q) + 1e-12
+
+
+def test_frequency_refuses_private_domain():
+    ds = UserDataset.from_lists([[1, 2], [3, 4]])
+    with pytest.raises(DataError, match="read off the data"):
+        freq_est_gkrr(ds, SPACE, 10.0, 1e-6)

@@ -1,0 +1,154 @@
+"""PrivEMDLinear (Algorithm 1, Theorem 4.1, Lemma 4.2) and the linear-query baselines."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from userdp.data import FiniteDomain, UserDataset
+from userdp.dem import embedding_lipschitz, linear_baseline, lipschitz_constant, priv_emd_linear
+from userdp.dem.linear import gaussian_delta_at_distance
+from userdp.errors import DataError, ParameterError
+from userdp.metrics import ClusteredMetric, FiniteMetric, emd_datasets
+from userdp.noise import calibrate_gaussian
+from userdp.privacy import Model
+
+
+def _space_and_f(seed: int, k: int = 8, d: int = 3):
+    rng = np.random.default_rng(seed)
+    pts = rng.random((k, 2))
+    D = np.linalg.norm(pts[:, None] - pts[None], axis=2)
+    space = FiniteMetric(D, scale=math.sqrt(2))
+    F = rng.normal(size=(k, d))
+    return space, F
+
+
+def test_lipschitz_constant_brute_force():
+    space, F = _space_and_f(0)
+    D = space.full_matrix()
+    brute = max(np.linalg.norm(F[i] - F[j]) / D[i, j] for i in range(8) for j in range(8) if i != j)
+    assert lipschitz_constant(F, space) == pytest.approx(brute, rel=1e-9)
+    assert lipschitz_constant(F, space, norm="l1", chunk=3) == pytest.approx(
+        max(np.abs(F[i] - F[j]).sum() / D[i, j] for i in range(8) for j in range(8) if i != j), rel=1e-9
+    )
+    with pytest.raises(DataError):
+        lipschitz_constant(F[:5], space)
+
+
+def test_embedding_bound_dominates():
+    rng = np.random.default_rng(1)
+    phi = rng.normal(size=(30, 6))
+    Fq = rng.normal(size=(4, 6))
+    Fq /= np.linalg.norm(Fq, axis=1, keepdims=True)
+    D = np.linalg.norm(phi[:, None] - phi[None], axis=2)
+    space = FiniteMetric(D, scale=D.max(), check=False)
+    ell = lipschitz_constant(phi @ Fq.T, space)
+    assert ell <= embedding_lipschitz(Fq) * D.max() + 1e-9  # ||F||_2 in raw units, times the scale
+    assert embedding_lipschitz(Fq) <= math.sqrt(4) + 1e-12
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 6), st.integers(1, 6))
+def test_theorem_4_1_sensitivity(seed, m1, m2):
+    """||q_f(K) - q_f(K')|| <= l d_EM(K~, K~') for datasets of any sizes."""
+    space, F = _space_and_f(seed % 50)
+    ell = lipschitz_constant(F, space)
+    rng = np.random.default_rng(seed)
+    K, Kp = rng.integers(0, 8, m1), rng.integers(0, 8, m2)
+    diff = np.linalg.norm(F[K].mean(0) - F[Kp].mean(0))
+    assert diff <= ell * emd_datasets(K, Kp, space) + 1e-9
+
+
+def _ds(n=400, m=5, k=8, seed=0):
+    rng = np.random.default_rng(seed)
+    items = rng.integers(0, k, n * m)
+    return UserDataset(np.arange(n + 1) * m, items, None, FiniteDomain(np.arange(k)))
+
+
+@pytest.mark.parametrize("model", ["local", "central"])
+def test_priv_emd_linear_noise_scale(rng, model):
+    """The noise is l2 K-norm of scale l/alpha (local) or l/(alpha n) (central): its norm is
+    Gamma(d, scale); a 30% wrong scale is rejected."""
+    space, F = _space_and_f(2)
+    ds = _ds()
+    ell = lipschitz_constant(F, space)
+    alpha = 3.0
+    truth_user = F[ds.items].reshape(ds.n_users, 5, 3).mean(1)
+    if model == "local":
+        rel = priv_emd_linear(ds, ell, alpha, f_values=F, model=model, rng=rng)
+        noise = rel.extras["per_user"] - truth_user
+        scale = ell / alpha
+        assert rel.guarantee.alpha == alpha and not rel.guarantee.bounded  # unbounded local (Lemma 4.2)
+    else:
+        noise = np.array(
+            [
+                priv_emd_linear(ds, ell, alpha, f_values=F, model=model, rng=rng).value - truth_user.mean(0)
+                for _ in range(800)
+            ]
+        )
+        scale = ell / (alpha * ds.n_users)
+        assert priv_emd_linear(ds, ell, alpha, f_values=F, model=model, rng=rng).guarantee.bounded
+    r = np.linalg.norm(noise, axis=1)
+    assert stats.kstest(r, stats.gamma(3, scale=scale).cdf).pvalue > 1e-3
+    assert stats.kstest(r, stats.gamma(3, scale=1.3 * scale).cdf).pvalue < 1e-6
+
+
+def test_gaussian_variant_delta_is_largest_at_distance_one():
+    """sigma calibrated at d_EM = 1 (sensitivity l, epsilon alpha): the delta needed at d < 1 (sensitivity l d,
+    epsilon alpha d) never exceeds the delta at d = 1."""
+    for alpha, delta in [(0.5, 1e-6), (5.0, 1e-9), (25.0, 1e-12), (100.0, 1e-6)]:
+        sigma = calibrate_gaussian(1.0, alpha, delta).sigma
+        ds_ = [gaussian_delta_at_distance(sigma, 1.0, alpha, d) for d in np.linspace(1e-3, 1.0, 400)]
+        assert max(ds_) <= ds_[-1] * (1 + 1e-9) and ds_[-1] <= delta * (1 + 1e-9)
+        assert np.all(np.diff(ds_) >= -1e-15)
+
+
+def test_gaussian_release(rng):
+    space, F = _space_and_f(3)
+    ds = _ds()
+    rel = priv_emd_linear(ds, lipschitz_constant(F, space), 10.0, f_values=F, model="central", delta=1e-9, rng=rng)
+    assert rel.guarantee.delta == 1e-9 and rel.params["noise_scale"] > 0
+    with pytest.raises(ParameterError):
+        priv_emd_linear(ds, 1.0, 1.0, f_values=F, norm="l1", delta=1e-9)
+
+
+def test_points_and_refusals(rng):
+    pts = UserDataset.from_lists([[(0.1, 0.2), (0.3, 0.4)], [(0.5, 0.5)]])
+    rel = priv_emd_linear(pts, 1.0, 2.0, f_points=lambda x: x, rng=rng)
+    assert rel.value.shape == (2,)
+    with pytest.raises(DataError, match="same public number"):
+        priv_emd_linear(pts, 1.0, 2.0, f_points=lambda x: x, model="central")
+    with pytest.raises(DataError):
+        priv_emd_linear(pts, 1.0, 2.0)  # no f
+    with pytest.raises(ParameterError):
+        priv_emd_linear(pts, 0.0, 2.0, f_points=lambda x: x)
+    with pytest.raises(ParameterError):
+        priv_emd_linear(pts, 1.0, -1.0, f_points=lambda x: x)
+    with pytest.raises(DataError):
+        priv_emd_linear(pts, 1.0, 1.0, f_points=lambda x: x * np.nan)
+
+
+@pytest.mark.parametrize("model", [Model.LOCAL, Model.CENTRAL])
+def test_baseline(rng, model):
+    space, F = _space_and_f(4)
+    ds = _ds()
+    bound = float(np.linalg.norm(F, axis=1).max())
+    rel = linear_baseline(ds, 1.0, f_values=F, f_bound=bound, model=model, rng=rng)
+    assert rel.guarantee.epsilon == 1.0 and rel.guarantee.pure
+    with pytest.raises(DataError):
+        linear_baseline(ds, 1.0, f_values=F, f_bound=bound / 2, model=model)
+    with pytest.raises(ParameterError):
+        linear_baseline(ds, 1.0, f_values=F, model=model)
+
+
+def test_clustered_indicator_query_is_lipschitz():
+    """A cluster-indicator query on the clustered metric has Lipschitz constant 1 (cross-cluster distance 1)."""
+    space = ClusteredMetric(3, 4, 0.2)
+    F = np.eye(3)[np.arange(12) // 4]
+    assert lipschitz_constant(F, space, norm="l1") == pytest.approx(2.0)
+    assert lipschitz_constant(F, space) == pytest.approx(math.sqrt(2))

@@ -1,0 +1,114 @@
+"""Item-level randomizers: exact privacy of the integer tables, sampling frequencies, the closed-form
+inverse of GKRR, and statistical tests for the continuous randomizers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from userdp.dem import GKRR, ExponentialRandomizer, KNormRandomizer, PlanarLaplace
+from userdp.errors import ParameterError
+from userdp.metrics import ClusteredMetric, EuclideanMetric, FiniteMetric
+
+
+def exact_item_loss(P: np.ndarray, D: np.ndarray) -> float:
+    """max over x != x', y of ln(P[x, y] / P[x', y]) / d(x, x') for a finite randomizer."""
+    logP = np.log(P)
+    loss = (logP[:, None, :] - logP[None, :, :]).max(axis=2)
+    mask = D > 0
+    return float((loss[mask] / D[mask]).max())
+
+
+@pytest.mark.parametrize("s,t,r,alpha0", [(3, 4, 0.2, 2.0), (5, 1, 0.3, 1.0), (2, 6, 0.05, 8.0), (4, 3, 1.0, 0.5)])
+def test_gkrr_exact_privacy(s, t, r, alpha0):
+    space = ClusteredMetric(s, t, r)
+    g = GKRR(space, alpha0)
+    A = g.transition_matrix()
+    assert np.allclose(A.sum(axis=1), 1)
+    loss = exact_item_loss(A, space.full_matrix())
+    assert loss <= alpha0 + 1e-9
+    assert loss == pytest.approx(g.realized_alpha0, rel=1e-9)
+    assert loss == pytest.approx(alpha0, rel=1e-6)  # tight: the table uses (almost) all of alpha0
+    # a broken GKRR (same-item weight doubled) violates its claim
+    W = A.copy()
+    W[np.diag_indices_from(W)] *= 2
+    W /= W.sum(axis=1, keepdims=True)
+    assert exact_item_loss(W, space.full_matrix()) > alpha0
+
+
+def test_gkrr_sampling_matches_table(rng):
+    space = ClusteredMetric(3, 3, 0.25)
+    g = GKRR(space, 1.5)
+    A = g.transition_matrix()
+    for x in (0, 4, 8):
+        y = g.randomize(np.full(60_000, x), rng)
+        counts = np.bincount(y, minlength=9)
+        assert stats.chisquare(counts, A[x] * y.size).pvalue > 1e-3
+    # a 30% wrong alpha0 is rejected
+    wrong = GKRR(space, 1.5 * 1.3).transition_matrix()
+    y = g.randomize(np.full(60_000, 4), rng)
+    assert stats.chisquare(np.bincount(y, minlength=9), wrong[4] * y.size).pvalue < 1e-6
+
+
+def test_gkrr_unbiased_inverse_closed_form():
+    space = ClusteredMetric(4, 5, 0.1)
+    g = GKRR(space, 3.0)
+    A = g.transition_matrix()
+    v = np.random.default_rng(0).dirichlet(np.ones(20))
+    assert np.allclose(g.unbiased_estimate(v @ A), v, atol=1e-12)
+    assert np.allclose(g.unbiased_estimate(v), v @ np.linalg.inv(A), atol=1e-10)
+
+
+def test_exponential_randomizer_exact():
+    D = np.array([[0, 0.3, 1.0], [0.3, 0, 0.8], [1.0, 0.8, 0]])
+    space = FiniteMetric(D)
+    e = ExponentialRandomizer(space, 2.0)
+    loss = exact_item_loss(e.transition_matrix(), space.full_matrix())
+    assert loss <= 2.0 and loss == pytest.approx(e.realized_alpha0, rel=1e-9)
+    P = np.exp(-2.0 * D / 2)
+    P /= P.sum(axis=1, keepdims=True)
+    assert np.allclose(e.transition_matrix(), P, atol=1e-12)
+    with pytest.raises(ParameterError):
+        ExponentialRandomizer(ClusteredMetric(100, 30, 0.1), 1.0)
+
+
+def test_randomizer_parameter_checks():
+    with pytest.raises(ParameterError):
+        GKRR(ClusteredMetric(2, 2, 0.5), 0.0)
+    with pytest.raises(ParameterError):
+        GKRR(ClusteredMetric(2, 2, 0.5), 100.0)
+    with pytest.raises(ParameterError):
+        GKRR(FiniteMetric(np.array([[0, 1.0], [1.0, 0]])), 1.0)
+
+
+def test_knorm_randomizer_scale(rng):
+    """||A(x) - x|| ~ Gamma(dim, diameter / alpha0); a 30% wrong scale is rejected."""
+    space = EuclideanMetric(5, 4.0)
+    k = KNormRandomizer(space, 2.0)
+    x = np.zeros((20_000, 5))
+    r = np.linalg.norm(k.randomize(x, rng), axis=1)
+    assert stats.kstest(r, stats.gamma(5, scale=2.0).cdf).pvalue > 1e-3
+    assert stats.kstest(r, stats.gamma(5, scale=2.6).cdf).pvalue < 1e-6
+
+
+def test_planar_laplace_and_remap(rng):
+    space = EuclideanMetric(2, 10.0)
+    pl = PlanarLaplace(space, 5.0)
+    r = np.linalg.norm(pl.randomize(np.zeros((20_000, 2)), rng), axis=1)
+    assert stats.kstest(r, stats.gamma(2, scale=2.0).cdf).pvalue > 1e-3
+    assert stats.kstest(r, stats.gamma(2, scale=1.4).cdf).pvalue < 1e-6
+    venues = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 3.0]])
+    out = PlanarLaplace(space, 5.0, remap_to=venues).randomize(np.zeros((100, 2)), rng)
+    assert all(any(np.allclose(o, v) for v in venues) for o in out)
+    km = PlanarLaplace.latlon_to_km(np.array([[41.0, -74.0]]), (40.0, -74.0))
+    assert km[0, 0] == pytest.approx(111.19, rel=1e-3) and km[0, 1] == pytest.approx(0.0)
+
+
+def test_gkrr_speed_smoke(rng):
+    g = GKRR(ClusteredMetric(10, 10, 0.2), 2.0)
+    y = g.randomize(np.arange(100).repeat(1000), rng)
+    assert y.shape == (100_000,) and y.min() >= 0 and y.max() < 100
+    assert math.isfinite(g.realized_alpha0)
