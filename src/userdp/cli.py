@@ -266,6 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--s", type=int, default=None, help="samples per user (default: the smallest, Theorem 1.3)")
     rd.add_argument("--json", action="store_true")
     rd.set_defaults(func=cmd_account_reduction)
+    from .cli_dem import add_parsers
+
+    add_parsers(sub)
     s = sub.add_parser("datasets", help="list the bundled datasets")
     s.set_defaults(func=cmd_datasets)
     return p

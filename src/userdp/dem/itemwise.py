@@ -86,9 +86,9 @@ def priv_emd_itemwise(
     src = resolve_rng(rng)
     out = randomizer.randomize(ds.items, src)
     if mdl is Model.LOCAL:
-        keys = (np.repeat(np.arange(n), m), out) if out.ndim == 1 else None
-        if keys is not None:
-            out = out[np.lexsort((keys[1], keys[0]))]
+        if out.ndim == 1:  # finite domain: sort by the single key user * k + item
+            k = int(out.max()) + 1 if out.size else 1
+            out = np.sort(np.repeat(np.arange(n, dtype=np.int64) * k, m) + out) % k
         else:
             order = np.lexsort(
                 tuple(out[:, j] for j in range(out.shape[1] - 1, -1, -1)) + (np.repeat(np.arange(n), m),)
