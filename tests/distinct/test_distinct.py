@@ -1,0 +1,153 @@
+"""Distinct count: exact incremental matching vs scipy max-flow, the greedy's sensitivity and
+approximation (exhaustive on small data), sampling, GEM's fast scores, and the 1 - beta lower bound."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse.csgraph import maximum_flow
+
+from userdp.data import FiniteDomain, UserDataset
+from userdp.distinct import (
+    dc_greedy,
+    dc_matching,
+    dc_sampling,
+    distinct_count,
+    gem_scores,
+    gem_scores_quadratic,
+    laplace_lower_bound,
+    person_element_graph,
+)
+from userdp.distinct.counting import PersonElementGraph
+from userdp.errors import DataError, ParameterError
+
+
+def _graph(sets: list[set[int]], k: int) -> PersonElementGraph:
+    ds = UserDataset.from_lists([sorted(s) for s in sets], domain=FiniteDomain(np.arange(k)))
+    return person_element_graph(ds)
+
+
+def scipy_dc(sets: list[set[int]], k: int, l: int) -> int:
+    n = len(sets)
+    S, T = 0, n + k + 1
+    rows, cols, caps = [], [], []
+    for u, s in enumerate(sets):
+        rows.append(S), cols.append(1 + u), caps.append(l)
+        for e in s:
+            rows.append(1 + u), cols.append(1 + n + e), caps.append(1)
+    for e in range(k):
+        rows.append(1 + n + e), cols.append(T), caps.append(1)
+    G = sp.csr_matrix((np.array(caps, dtype=np.int32), (rows, cols)), shape=(T + 1, T + 1))
+    return int(maximum_flow(G, S, T).flow_value)
+
+
+def _random_sets(rng, n, k, p):
+    return [set(np.flatnonzero(rng.random(k) < p).tolist()) or {int(rng.integers(k))} for _ in range(n)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**9), st.integers(1, 25), st.integers(1, 40), st.floats(0.02, 0.6))
+def test_matching_equals_scipy_maxflow(seed, n, k, p):
+    rng = np.random.default_rng(seed)
+    sets = _random_sets(rng, n, k, p)
+    g = _graph(sets, k)
+    lmax = max(len(s) for s in sets) + 1
+    dc = dc_matching(g, lmax)
+    for l in range(1, lmax + 1):
+        assert dc[l - 1] == scipy_dc(sets, k, l)
+    assert np.all(np.diff(dc) >= 0)  # monotone
+    assert np.all(np.diff(dc, 2) <= 0)  # concave
+    assert dc[-1] == g.distinct_count()  # l >= max degree: the true distinct count
+
+
+def test_greedy_sensitivity_and_approximation_exhaustive():
+    """Every dataset of 3 persons over 4 elements (person sets non-empty), every person added or removed:
+    the greedy value after round l moves by at most l, and DC(D; l) / 2 <= greedy <= DC(D; l)."""
+    k, lmax = 4, 4
+    subsets = [set(c) for r in range(1, k + 1) for c in itertools.combinations(range(k), r)]
+    rng = np.random.default_rng(0)
+    for _ in range(400):
+        sets = [subsets[i] for i in rng.integers(0, len(subsets), 3)]
+        g = dc_greedy(_graph(sets, k), lmax)
+        exact = dc_matching(_graph(sets, k), lmax)
+        assert np.all(g <= exact) and np.all(2 * g >= exact)
+        for pos in range(4):  # add a person at any position of the fixed order
+            for extra in subsets:
+                g2 = dc_greedy(_graph(sets[:pos] + [extra] + sets[pos:], k), lmax)
+                assert np.all(np.abs(g2 - g) <= np.arange(1, lmax + 1))
+        for rm in range(3):
+            g3 = dc_greedy(_graph(sets[:rm] + sets[rm + 1 :], k), lmax)
+            assert np.all(np.abs(g3 - g) <= np.arange(1, lmax + 1))
+
+
+def test_greedy_rule_matters():
+    """A greedy that lets persons take their *last* untaken element (breaking the fixed-order rule) can
+    be fooled; ours follows the paper's rule: round 1 on {0,1},{0} gives person 0 element 0, person 1 none."""
+    g = dc_greedy(_graph([{0, 1}, {0}], 2), 2)
+    assert list(g) == [1, 2]
+
+
+def test_sampling_baseline(rng):
+    sets = [{0, 1, 2}, {2, 3}, {4}]
+    g = _graph(sets, 5)
+    s = dc_sampling(g, 4, rng)
+    assert s[-1] == 5 and s[0] <= 3 and np.all(np.diff(s) >= 0)
+    exact = dc_matching(g, 4)
+    assert np.all(s <= exact)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 10**9), st.integers(1, 60))
+def test_gem_fast_scores_equal_quadratic(seed, m):
+    rng = np.random.default_rng(seed)
+    q = np.cumsum(rng.random(m) * 10)  # concave-ish utilities like DC(D; l)
+    q = q - rng.random() * np.arange(1, m + 1) * 3
+    if seed % 3 == 0:
+        q = rng.normal(size=m) * 5  # arbitrary scores too
+    sens = np.arange(1, m + 1, dtype=float)
+    t = 2 * math.log(m / 0.05) / 0.5
+    assert np.allclose(gem_scores(q, sens, t), gem_scores_quadratic(q, sens, t), atol=1e-9)
+    assert np.all(gem_scores(q, sens, t) <= 1e-12)
+
+
+def test_lower_bound_holds_with_probability_beta(rng):
+    """Pr[release > true count] <= beta over many runs of the full Algorithm 1 (max degree 3, so the
+    chosen l often reaches the true count); the same release with the shift halved fails."""
+    data_rng = np.random.default_rng(1)
+    sets = _random_sets(data_rng, 60, 80, 0.02)
+    g = _graph(sets, 80)
+    true = g.distinct_count()
+    beta, runs = 0.1, 1500
+    over = sum(distinct_count(g, 2.0, beta, l_max=3, rng=rng).value > true for _ in range(runs))
+    assert over / runs <= beta + 3 * math.sqrt(beta * (1 - beta) / runs)
+    # the release step at the true count, with the paper's shift and with half of it
+    full = sum(laplace_lower_bound(true, 3.0, 1.0, beta, rng)[0] > true for _ in range(runs))
+    half = sum(laplace_lower_bound(true, 3.0, 1.0, beta, rng, shift_factor=0.5)[0] > true for _ in range(runs))
+    sd = math.sqrt(beta * (1 - beta) / runs)
+    assert full / runs <= beta + 3 * sd
+    assert half / runs > beta + 3 * sd  # P = 0.5 e^{-ln(1/(2 beta))/2} = 0.22 for beta = 0.1
+
+
+def test_release_object_and_refusals(rng):
+    ds = UserDataset.from_lists([["a", "b"], ["b", "c"], ["d"]])
+    rel = distinct_count(ds, 1.0, 0.05, l_max=5, rng=rng)
+    assert rel.guarantee.epsilon == 1.0 and rel.extras["bound"] in range(1, 6)
+    assert rel.error.confidence == pytest.approx(0.95)
+    for kw in (
+        dict(epsilon=0.0),
+        dict(epsilon=1.0, beta=0.5),
+        dict(epsilon=1.0, l_max=0),
+        dict(epsilon=1.0, method="x"),
+    ):
+        with pytest.raises(ParameterError):
+            distinct_count(ds, **kw)
+    with pytest.raises(DataError):
+        person_element_graph(UserDataset.from_lists([[(0.1, 0.2)]]))
+    with pytest.raises(ParameterError):
+        dc_matching(person_element_graph(ds), 0)
