@@ -87,3 +87,50 @@ def test_account_shuffle_numerical_json(capsys):
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["route"] == "numerical" and out["alpha"] < 2.0
+
+
+def test_distinct_json(tmp_path, capsys):
+    path = tmp_path / "reviews.csv"
+    rows = ["reviewer,text"] + [f"p{i % 40},word{i % 97} other{i % 13} Word{i % 97}" for i in range(400)]
+    path.write_text("\n".join(rows) + "\n")
+    argv = [
+        "distinct",
+        str(path),
+        "--user",
+        "reviewer",
+        "--item",
+        "text",
+        "--tokenize",
+        "--epsilon",
+        "1",
+        "--json",
+        "--seed",
+        "1",
+    ]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"lower_bound", "bound", "epsilon", "beta", "method"} <= set(out)
+    assert out["lower_bound"] < 97 + 13 and out["method"] == "matching"
+
+
+@pytest.mark.parametrize(
+    "extra,msg",
+    [
+        (["--user", "nope", "--item", "text", "--epsilon", "1"], "not found"),
+        (["--user", "reviewer", "--item", "text", "--epsilon", "0"], "epsilon"),
+        (["--user", "reviewer", "--item", "text", "--epsilon", "1", "--beta", "0.6"], "beta"),
+        (["--user", "reviewer", "--item", "text", "--epsilon", "1", "--max-bound", "0"], "l_max"),
+    ],
+)
+def test_distinct_bad_input(tmp_path, capsys, extra, msg):
+    path = tmp_path / "r.csv"
+    path.write_text("reviewer,text\na,x y\nb,y z\n")
+    assert main(["distinct", str(path), *extra]) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_distinct_empty(tmp_path, capsys):
+    path = tmp_path / "empty.csv"
+    path.write_text("reviewer,text\n")
+    assert main(["distinct", str(path), "--user", "reviewer", "--item", "text", "--epsilon", "1"]) == 2
+    assert "empty" in capsys.readouterr().err
