@@ -1,0 +1,25 @@
+"""DP heatmaps by sparse EMD aggregation (Ghazi et al., AAAI 2023)."""
+
+from .baselines import dense_emd_agg, dense_resolution, emd_projection_nonnegative, laplace_heatmap
+from .core import user_grid_sum
+from .render import all_metrics, gaussian_heatmap, heatmap_emd, kl_divergence, pearson_cc, render, similarity
+from .sparse import dp_sparse_emd_agg, level_budgets, pyramid_level, reconstruct
+
+__all__ = [
+    "all_metrics",
+    "dense_emd_agg",
+    "dense_resolution",
+    "dp_sparse_emd_agg",
+    "emd_projection_nonnegative",
+    "gaussian_heatmap",
+    "heatmap_emd",
+    "kl_divergence",
+    "laplace_heatmap",
+    "level_budgets",
+    "pearson_cc",
+    "pyramid_level",
+    "reconstruct",
+    "render",
+    "similarity",
+    "user_grid_sum",
+]

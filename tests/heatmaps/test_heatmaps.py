@@ -1,0 +1,162 @@
+"""Heatmaps: the reduced reconstruction LP against a brute-force LP over every cell, exact recovery of
+sparse inputs, per-level sensitivity and the budget sum, baselines, metrics, gridding and refusals."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from userdp.data import BoxDomain, UserDataset
+from userdp.errors import DataError, ParameterError
+from userdp.heatmaps import (
+    all_metrics,
+    dense_emd_agg,
+    dp_sparse_emd_agg,
+    emd_projection_nonnegative,
+    gaussian_heatmap,
+    kl_divergence,
+    laplace_heatmap,
+    level_budgets,
+    pyramid_level,
+    reconstruct,
+    similarity,
+    user_grid_sum,
+)
+from userdp.heatmaps.sparse import _measure
+from userdp.metrics import GridL1, emd_norm
+
+
+def _full_lp_objective(levels, L: int) -> float:
+    """Brute force: one variable per finest cell, every measured row in the objective (y_hat = 0 off S)."""
+    side = 2**L
+    n = side * side
+    rows, yv = [], []
+    for i in sorted(levels.measured):
+        k = 2**i
+        kept = {(int(r), int(c)): v for (r, c), v in zip(levels.kept[i], levels.values[i], strict=True)}
+        for r in range(k):
+            for c in range(k):
+                row = np.zeros(n)
+                span = side // k
+                block = np.zeros((side, side))
+                block[r * span : (r + 1) * span, c * span : (c + 1) * span] = 2.0**-i
+                row[:] = block.reshape(-1)
+                rows.append(row)
+                yv.append(kept.get((r, c), 0.0))
+    A = np.array(rows)
+    y = np.array(yv)
+    m = A.shape[0]
+    I = np.eye(m)
+    res = linprog(
+        np.concatenate([np.zeros(n), np.ones(m)]),
+        A_ub=np.block([[A, -I], [-A, -I]]),
+        b_ub=np.concatenate([y, -y]),
+        bounds=(0, None),
+        method="highs",
+    )
+    return res.fun
+
+
+@pytest.mark.parametrize("L,w,all_levels", [(3, 3, False), (3, 5, True), (4, 4, False), (2, 20, True)])
+def test_reduced_lp_matches_brute_force(rng, L, w, all_levels):
+    side = 2**L
+    gen = np.random.default_rng(L + w)
+    s = gen.random((side, side)) ** 4 * 5
+    _, budgets = level_budgets(2.0, L, w, measure_all_levels=all_levels)
+    levels = _measure(s, L, budgets, w, rng)
+    s_hat = reconstruct(levels)
+    # the objective of the reduced solution, evaluated on all rows, equals the brute-force optimum
+    obj = 0.0
+    for i in levels.measured:
+        k = 2**i
+        kept = {(int(r), int(c)): v for (r, c), v in zip(levels.kept[i], levels.values[i], strict=True)}
+        P = pyramid_level(s_hat, i) / 2.0**i
+        for r in range(k):
+            for c in range(k):
+                obj += abs(kept.get((r, c), 0.0) - P[r, c])
+    assert obj == pytest.approx(_full_lp_objective(levels, L), abs=1e-7)
+    assert s_hat.min() >= 0
+
+
+def test_sparse_input_is_recovered_without_noise(rng):
+    """With a huge epsilon and a w-sparse input, the estimate equals the true distribution."""
+    s = np.zeros((64, 64))
+    s[3, 5], s[40, 41], s[63, 0] = 3.0, 1.0, 2.0
+    out = dp_sparse_emd_agg(s, 1e7, w=20, rng=rng).value
+    assert np.allclose(out, s / s.sum(), atol=1e-5)
+
+
+def test_level_sensitivity_and_budget():
+    """Adding or removing a user (a distribution of mass 1) changes every level's cell sums by l1 exactly 1,
+    and the level budgets sum to epsilon with the paper's geometric weights."""
+    gen = np.random.default_rng(0)
+    base = gen.random((16, 16))
+    user = gen.dirichlet(np.ones(256)).reshape(16, 16)
+    for i in range(5):
+        assert np.abs(pyramid_level(base + user, i) - pyramid_level(base, i)).sum() == pytest.approx(1.0)
+    q, b = level_budgets(1.5, 8, w=20)
+    assert q == 2 and set(b) == set(range(2, 9)) and sum(b.values()) == pytest.approx(1.5)
+    assert b[3] / b[2] == pytest.approx(1 / math.sqrt(2))
+    q, b = level_budgets(1.5, 8, w=20, measure_all_levels=True)
+    assert set(b) == set(range(0, 9)) and sum(b.values()) == pytest.approx(1.5) and b[1] == pytest.approx(b[3])
+    rel = dp_sparse_emd_agg(base, 1.5)
+    assert rel.guarantee.epsilon == 1.5 and sum(rel.params["level_epsilons"].values()) == pytest.approx(1.5)
+
+
+def test_release_distribution_and_privacy_claim(rng):
+    s = np.random.default_rng(1).random((32, 32))
+    for rel in (
+        dp_sparse_emd_agg(s, 1.0, rng=rng),
+        laplace_heatmap(s, 1.0, rng=rng),
+        laplace_heatmap(s, 1.0, top_percent=5, rng=rng),
+        dense_emd_agg(s, 1.0, 8, rng=rng),
+    ):
+        assert rel.value.shape == (32, 32) and rel.value.min() >= 0 and rel.value.sum() == pytest.approx(1.0)
+        assert rel.guarantee.epsilon == 1.0
+
+
+def test_emd_projection_is_optimal():
+    x = np.random.default_rng(2).normal(size=(4, 4))
+    p = emd_projection_nonnegative(x)
+    assert p.min() >= -1e-12
+    best = emd_norm(p.reshape(-1) - x.reshape(-1), GridL1(4)) * 2  # raw units
+    for _ in range(30):
+        other = np.maximum(x + np.random.default_rng(_).normal(scale=0.3, size=x.shape), 0)
+        assert best <= emd_norm(other.reshape(-1) - x.reshape(-1), GridL1(4)) * 2 + 1e-9
+
+
+def test_gaussian_heatmap_keeps_mass_and_metrics():
+    p = np.zeros((32, 32))
+    p[0, 0], p[10, 20] = 0.5, 0.5
+    h = gaussian_heatmap(p, 2.0)
+    assert h.sum() == pytest.approx(1.0)
+    m = all_metrics(h, h)
+    assert m["SIM"] == pytest.approx(1.0) and m["CC"] == pytest.approx(1.0) and m["EMD"] == pytest.approx(0, abs=1e-9)
+    assert abs(m["KL"]) < 1e-9
+    q = gaussian_heatmap(np.roll(p, 3, axis=1), 2.0)
+    assert similarity(h, q) < 1 and kl_divergence(h, q) > 0
+
+
+def test_gridding_and_refusals():
+    box = BoxDomain((0.0, 0.0), (1.0, 1.0))
+    ds = UserDataset.from_lists([[(0.1, 0.1), (0.9, 0.9)], [(0.6, 0.2)]], domain=box)
+    s = user_grid_sum(ds, 2)
+    assert s.sum() == pytest.approx(2.0) and s[0, 0] == pytest.approx(0.5) and s[1, 0] == pytest.approx(1.0)
+    with pytest.raises(ParameterError):
+        user_grid_sum(ds, 3)
+    small = BoxDomain((0.0, 0.0), (0.5, 0.5))
+    with pytest.raises(DataError, match="outside"):
+        user_grid_sum(UserDataset.from_lists([[(0.1, 0.1), (0.9, 0.9)]]), 2, small)
+    kept = user_grid_sum(UserDataset.from_lists([[(0.1, 0.1), (0.9, 0.9)]]), 2, small, drop_outside=True)
+    assert kept.sum() == pytest.approx(1.0)
+    with pytest.raises(DataError):
+        dp_sparse_emd_agg(np.full((4, 4), np.nan), 1.0)
+    with pytest.raises(ParameterError):
+        dp_sparse_emd_agg(np.ones((4, 4)), 0.0)
+    with pytest.raises(ParameterError):
+        dp_sparse_emd_agg(np.ones((6, 6)), 1.0)
+    with pytest.raises(DataError):
+        dp_sparse_emd_agg(-np.ones((4, 4)), 1.0)
