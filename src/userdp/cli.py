@@ -320,8 +320,10 @@ def build_parser() -> argparse.ArgumentParser:
     di.add_argument("--json", action="store_true")
     di.set_defaults(func=cmd_distinct)
     from .cli_dem import add_parsers
+    from .cli_heatmap import add_parser as add_heatmap
 
     add_parsers(sub)
+    add_heatmap(sub)
     s = sub.add_parser("datasets", help="list the bundled datasets")
     s.set_defaults(func=cmd_datasets)
     return p

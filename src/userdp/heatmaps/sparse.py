@@ -108,11 +108,15 @@ def _measure(s: np.ndarray, L: int, budgets: dict[int, float], w: int, rng) -> S
     kept: dict[int, np.ndarray] = {}
     values: dict[int, np.ndarray] = {}
     left_out: dict[int, np.ndarray] = {}
+    pyramid = {L: s}  # all level sums bottom-up, O(Delta^2) in total
+    for i in range(L - 1, -1, -1):
+        f = pyramid[i + 1]
+        pyramid[i] = f[0::2, 0::2] + f[0::2, 1::2] + f[1::2, 0::2] + f[1::2, 1::2]
     cells = np.zeros((1, 2), dtype=np.int64)  # S_0: the root
     for i in range(0, L + 1):
         if i > 0:
             cells = _children(kept[i - 1])
-        sums = pyramid_level(s, i)[cells[:, 0], cells[:, 1]]
+        sums = pyramid[i][cells[:, 0], cells[:, 1]]
         if i in budgets:
             # calibrated for the whole level (4^i cells, l1 sensitivity 1), drawn for the cells read here
             noisy = add_laplace(sums, calibrate_laplace(1.0, budgets[i], dim=4**i), rng) / 2.0**i
