@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 
@@ -49,91 +47,10 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Foundation demo: a user-level DP heatmap of the bundled Foursquare check-ins."""
-    import matplotlib
+    """Every release userdp makes, on the bundled real data (see :mod:`userdp.demo`)."""
+    from .demo import run_demo
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from rich.table import Table
-
-    from . import datasets as D
-    from .data import FiniteDomain
-    from .histogram import user_histogram
-    from .metrics import GridL1, grid_emd
-    from .noise import resolve_rng
-    from .privacy import Neighbours, PureDP, Session
-
-    con = _console()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if args.seed is not None:
-        con.print(
-            "[bold yellow]warning:[/] --seed makes the noise reproducible; seeded noise is for demonstrations "
-            "only and gives no privacy."
-        )
-    rng = resolve_rng(args.seed)
-    t0 = time.time()
-    con.print("userdp demo on public research data: the true values are shown next to the private ones.")
-    fs = D.foursquare_nyc()
-    box = D.NYC_BOX
-    grid = GridL1(args.side)
-    cells = grid.cells_of(fs.items, box)
-    ds = fs.with_items(cells, FiniteDomain(np.arange(grid.size)))
-    session = Session(PureDP(args.epsilon, neighbours=Neighbours.ADD_REMOVE_USER))
-    rel = session.run(
-        PureDP(args.epsilon, neighbours=Neighbours.ADD_REMOVE_USER),
-        user_histogram,
-        ds,
-        args.epsilon,
-        rng=rng,
-        label="check-in heatmap",
-    )
-    truth = ds.histograms().sum(axis=0).A1 / ds.n_users
-    e = grid_emd(truth.reshape(grid.side, grid.side), rel.value.reshape(grid.side, grid.side))
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4.6))
-    vmax = max(truth.max(), rel.value.max())
-    for ax, img, title in zip(
-        axes, (truth, rel.value), ("non-private", f"user-level Laplace, eps={args.epsilon}"), strict=True
-    ):
-        ax.imshow(
-            img.reshape(grid.side, grid.side),
-            origin="lower",
-            cmap="magma",
-            vmin=0,
-            vmax=vmax,
-            extent=(box.low[1], box.high[1], box.low[0], box.high[0]),
-            aspect="auto",
-        )
-        ax.set_title(title)
-        ax.set_xlabel("longitude")
-    axes[0].set_ylabel("latitude")
-    fig.suptitle(f"Foursquare NYC check-ins, {fs.n_users} users, {args.side}x{args.side} grid")
-    fig.tight_layout()
-    png = out / "heatmap.png"
-    fig.savefig(png, dpi=110)
-    plt.close(fig)
-    report = {
-        "dataset": {"name": "foursquare_nyc", "users": fs.n_users, "checkins": fs.n_items},
-        "releases": [
-            {
-                "name": "check-in heatmap",
-                "mechanism": rel.mechanism,
-                "guarantee": rel.guarantee.describe(),
-                "params": dict(rel.params),
-                "emd_to_truth": e,
-                "image": png.name,
-            }
-        ],
-        "seeded": args.seed is not None,
-        "seconds": time.time() - t0,
-    }
-    (out / "report.json").write_text(json.dumps(report, indent=2))
-    t = Table(title="userdp demo")
-    for c in ("release", "guarantee", "error vs truth"):
-        t.add_column(c)
-    t.add_row("check-in heatmap", rel.guarantee.describe(), f"EMD = {e:.4f} (normalized; 1 = box L1 diameter)")
-    con.print(t)
-    con.print(f"wrote {out / 'report.json'} and {png} in {time.time() - t0:.1f} s")
+    run_demo(args.out, args.seed, _console())
     return 0
 
 
@@ -273,8 +190,6 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="run the releases on the bundled real data")
     d.add_argument("--out", default="userdp-demo", help="output directory (default: ./userdp-demo)")
     d.add_argument("--seed", type=int, default=None, help="seed the noise (demonstrations only: no privacy)")
-    d.add_argument("--epsilon", type=float, default=1.0)
-    d.add_argument("--side", type=int, default=64, help="grid cells per side")
     d.set_defaults(func=cmd_demo)
     acc = sub.add_parser("account", help="d_EM-DP accounting for PrivEMDItemWise and BoundedEMDReduction")
     asub = acc.add_subparsers(dest="account_command", required=True)

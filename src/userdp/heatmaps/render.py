@@ -65,18 +65,22 @@ def all_metrics(h: np.ndarray, h_hat: np.ndarray, emd: bool = True) -> dict[str,
 
 
 def render(panels: dict[str, np.ndarray], path: str | Path, box=None, title: str = "") -> Path:
-    """Side-by-side PNG of heatmaps on one colour scale (optionally over the box's lon/lat coordinates)."""
+    """Side-by-side PNG of heatmaps on one colour scale (square-root scaled so that faint mass stays visible),
+    optionally over the box's lon/lat coordinates."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.colors import PowerNorm
 
     k = len(panels)
     fig, axes = plt.subplots(1, k, figsize=(3.6 * k, 3.9), squeeze=False)
     vmax = max(float(np.max(v)) for v in panels.values())
     extent = None if box is None else (box.low[1], box.high[1], box.low[0], box.high[0])
     for ax, (name, img) in zip(axes[0], panels.items(), strict=True):
-        ax.imshow(img, origin="lower", cmap="magma", vmin=0, vmax=vmax, extent=extent, aspect="auto")
+        ax.imshow(
+            img, origin="lower", cmap="magma", norm=PowerNorm(0.5, vmin=0, vmax=vmax), extent=extent, aspect="auto"
+        )
         ax.set_title(name, fontsize=9)
         ax.set_xticks([]) if extent is None else ax.tick_params(labelsize=7)
         if extent is None:
