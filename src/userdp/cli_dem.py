@@ -167,22 +167,27 @@ def cmd_linear(args: argparse.Namespace) -> int:
         est,
         {
             "unit": getattr(space, "unit", ""),
-            "users": ds.n_users,
             "noise_scale": rel.params["noise_scale"] * unit_scale,
         },
     )
 
 
-def cmd_itemwise(args: argparse.Namespace) -> int:
-    from .dem import GKRR, priv_emd_itemwise
+def _clustered_input(args: argparse.Namespace, command: str):
     from .noise import resolve_rng
-    from .privacy.accounting import calibrate
 
     rng = resolve_rng(args.seed)
     if args.metric != "clustered":
-        raise ParameterError("userdp itemwise supports --metric clustered (GKRR)")
+        raise ParameterError(f"userdp {command} supports --metric clustered")
     ds, space = _load(args)
     ds, projected = _bounded(ds, args, rng)
+    return rng, ds, space, projected
+
+
+def cmd_itemwise(args: argparse.Namespace) -> int:
+    from .dem import GKRR, priv_emd_itemwise
+    from .privacy.accounting import calibrate
+
+    rng, ds, space, projected = _clustered_input(args, "itemwise")
     m = int(ds.counts()[0])
     n = ds.n_users if args.model == "central" else None
     cal = calibrate(args.alpha, args.delta or 1e-6, m, n=n)
@@ -195,13 +200,8 @@ def cmd_itemwise(args: argparse.Namespace) -> int:
 
 def cmd_freq(args: argparse.Namespace) -> int:
     from .dem import freq_est_gkrr
-    from .noise import resolve_rng
 
-    rng = resolve_rng(args.seed)
-    if args.metric != "clustered":
-        raise ParameterError("userdp freq supports --metric clustered")
-    ds, space = _load(args)
-    ds, projected = _bounded(ds, args, rng)
+    rng, ds, space, projected = _clustered_input(args, "freq")
     rel = freq_est_gkrr(ds, space, args.alpha, args.delta or 1e-6, model=args.model, rng=rng)
     g = _discrete(rel.guarantee, args) if projected else rel.guarantee
     labels = ds.domain.labels

@@ -153,18 +153,10 @@ def theorem_4_3(v_l0: int, v_l1: float, alpha0: float, delta: float, M: int) -> 
 
 
 @dataclass(frozen=True)
-class ShuffleBound:
-    """Theorem 4.4 for PrivEMDItemWise with item randomizer of level ``alpha0``.
-
-    Attributes
-    ----------
-    alpha, delta_prime:
-        The ``(alpha, delta')``-bounded d_EM-DP guarantee.
-    delta:
-        The ``delta`` inside ``h``.
-    M:
-        Number of shuffled items (``m`` local, ``m n`` central).
-    """
+class _AmplifiedBound:
+    """Fields shared by the shuffle guarantees: ``(alpha, delta')``-bounded d_EM-DP for PrivEMDItemWise with
+    item randomizer level ``alpha0``, inner ``delta``, over ``M`` shuffled items (``m`` local, ``m n``
+    central)."""
 
     alpha0: float
     m: int
@@ -174,6 +166,28 @@ class ShuffleBound:
     M: int
     alpha: float
     delta_prime: float
+
+    @property
+    def route(self) -> str:
+        return "theorem 4.4"
+
+    def as_dict(self) -> dict:
+        return {
+            "alpha": self.alpha,
+            "alpha0": self.alpha0,
+            "delta": self.delta,
+            "delta_prime": self.delta_prime,
+            "m": self.m,
+            "n": self.n,
+            "M": self.M,
+            "model": self.model.value,
+            "route": self.route,
+        }
+
+
+@dataclass(frozen=True)
+class ShuffleBound(_AmplifiedBound):
+    """Theorem 4.4 for PrivEMDItemWise with item randomizer of level ``alpha0``."""
 
     def curve(self, d: float | np.ndarray) -> tuple:
         """Per-distance guarantee: a change of ``d_EM = d`` costs ``(h(M; m, m d), delta e^{h(M; m, m d)})``."""
@@ -195,19 +209,6 @@ class ShuffleBound:
         return EMDMetricDP(
             self.alpha, min(self.delta_prime, 1 - 1e-16), self.model, bounded=True, metric=metric, curve=curve
         )
-
-    def as_dict(self) -> dict:
-        return {
-            "alpha": self.alpha,
-            "alpha0": self.alpha0,
-            "delta": self.delta,
-            "delta_prime": self.delta_prime,
-            "m": self.m,
-            "n": self.n,
-            "M": self.M,
-            "model": self.model.value,
-            "route": "theorem 4.4",
-        }
 
 
 def _alpha_44(alpha0, m: int, M: int, delta):
@@ -611,34 +612,17 @@ def _lipschitz_bound(model: _CloneModel, alpha0: float, delta_s: float, rtol: fl
 
 
 @dataclass(frozen=True)
-class NumericalShuffleBound:
+class NumericalShuffleBound(_AmplifiedBound):
     """A numerically computed ``(alpha, delta')``-bounded d_EM-DP guarantee for PrivEMDItemWise."""
 
-    alpha0: float
-    m: int
-    n: int | None
-    delta: float
-    model: Model
-    M: int
-    alpha: float
-    delta_prime: float
-    source: str  # "numerical" or "theorem 4.4" (whichever was tighter)
+    source: str = "numerical"  # "numerical" or "theorem 4.4" (whichever was tighter)
+
+    @property
+    def route(self) -> str:
+        return self.source
 
     def guarantee(self, metric: str = "") -> EMDMetricDP:
         return EMDMetricDP(self.alpha, min(self.delta_prime, 1 - 1e-16), self.model, bounded=True, metric=metric)
-
-    def as_dict(self) -> dict:
-        return {
-            "alpha": self.alpha,
-            "alpha0": self.alpha0,
-            "delta": self.delta,
-            "delta_prime": self.delta_prime,
-            "m": self.m,
-            "n": self.n,
-            "M": self.M,
-            "model": self.model.value,
-            "route": self.source,
-        }
 
 
 def numerical_shuffle_guarantee(
