@@ -41,8 +41,10 @@ def main() -> None:
     t = time.perf_counter()
     ds = imdb_reviews(args.imdb)
     g = person_element_graph(ds)
-    print(f"IMDB: {g.n_persons} persons, {g.n_edges} pairs, {g.n_elements} words "
-          f"(load + dedupe {time.perf_counter() - t:.1f} s)")
+    print(
+        f"IMDB: {g.n_persons} persons, {g.n_edges} pairs, {g.n_elements} words "
+        f"(load + dedupe {time.perf_counter() - t:.1f} s)"
+    )
     small = person_element_graph(ds.subset_users(np.arange(50)))
     dc_matching(small, 3), dc_greedy(small, 3)  # compile
     for name, fn in (("exact (incremental matching)", dc_matching), ("greedy (Algorithm 2)", dc_greedy)):

@@ -37,8 +37,10 @@ def main() -> None:
     t = time.perf_counter()
     dp_sparse_emd_agg(s, 1.0)
     t_rel = time.perf_counter() - t
-    print(f"1M users, 10M points, Delta = 1024: dataset (CSR, validation) {t_build:.2f} s, gridding + aggregation "
-          f"{t_grid:.2f} s, sparse release {t_rel:.2f} s; gridding + aggregation + release {t_grid + t_rel:.2f} s")
+    print(
+        f"1M users, 10M points, Delta = 1024: dataset (CSR, validation) {t_build:.2f} s, gridding + aggregation "
+        f"{t_grid:.2f} s, sparse release {t_rel:.2f} s; gridding + aggregation + release {t_grid + t_rel:.2f} s"
+    )
     t = time.perf_counter()
     laplace_heatmap(s, 1.0)
     print(f"Laplace baseline release at Delta = 1024 (noise on 1M cells): {time.perf_counter() - t:.2f} s")

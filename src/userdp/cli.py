@@ -149,24 +149,37 @@ def cmd_distinct(args: argparse.Namespace) -> int:
     from .errors import DataError
     from .noise import resolve_rng
 
-    table = read_table(args.input, columns=[args.user, args.item])
-    if table.num_rows == 0:
-        raise DataError("the input is empty: no rows")
-    users = table.column(args.user).to_pylist()
-    items = table.column(args.item).to_pylist()
-    if any(u is None for u in users) or any(i is None for i in items):
-        raise DataError("the user and item columns must not have missing values")
-    if args.tokenize:
-        ds = words_dataset(users, [str(x) for x in items])
-    else:
-        from .data import UserDataset
+    if args.engine == "spark":
+        from pyspark.sql import functions as F
 
-        ds = UserDataset.from_arrays(np.asarray(users), np.asarray([str(x) for x in items]))
+        from .engines.spark import SparkEngine
+
+        eng = SparkEngine()
+        df = eng.read(args.input)
+        if args.tokenize:
+            SparkEngine._check(df, [args.user, args.item])
+            tok = F.explode(F.split(F.lower(F.col(args.item)), r"(?U)\W+"))  # Unicode \w, as in Python
+            df = df.select(args.user, tok.alias(args.item)).filter(F.col(args.item) != "")
+        data = eng.edges(df, args.user, args.item)
+    else:
+        table = read_table(args.input, columns=[args.user, args.item])
+        if table.num_rows == 0:
+            raise DataError("the input is empty: no rows")
+        users = table.column(args.user).to_pylist()
+        items = table.column(args.item).to_pylist()
+        if any(u is None for u in users) or any(i is None for i in items):
+            raise DataError("the user and item columns must not have missing values")
+        if args.tokenize:
+            data = words_dataset(users, [str(x) for x in items])
+        else:
+            from .data import UserDataset
+
+            data = UserDataset.from_arrays(np.asarray(users), np.asarray([str(x) for x in items]))
     if args.seed is not None:
         from rich.console import Console
 
         Console(stderr=True).print("[bold yellow]warning:[/] seeded noise is for demonstrations only")
-    rel = distinct_count(ds, args.epsilon, args.beta, args.max_bound, args.method, rng=resolve_rng(args.seed))
+    rel = distinct_count(data, args.epsilon, args.beta, args.max_bound, args.method, rng=resolve_rng(args.seed))
     out = {
         "lower_bound": rel.value,
         "bound": int(rel.extras["bound"]),
@@ -231,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     di.add_argument("--beta", type=float, default=0.05)
     di.add_argument("--max-bound", type=int, default=100, help="l_max: the largest contribution bound tried")
     di.add_argument("--method", choices=["matching", "greedy", "sampling"], default="matching")
+    di.add_argument("--engine", choices=["local", "spark"], default="local", help="where the data plane runs")
     di.add_argument("--seed", type=int, default=None, help="seed the noise (demonstrations only)")
     di.add_argument("--json", action="store_true")
     di.set_defaults(func=cmd_distinct)

@@ -22,8 +22,14 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     except ValueError:
         raise ParameterError("--bbox needs MINLAT,MINLON,MAXLAT,MAXLON") from None
     box = BoxDomain.latlon(la0, la1, lo0, lo1)
-    ds = UserDataset.from_file(args.input, user=args.user, items=[args.lat, args.lon], domain=None)
-    s = user_grid_sum(ds, args.resolution, box, drop_outside=args.drop_outside)
+    if args.engine == "spark":
+        from .engines.spark import SparkEngine
+
+        eng = SparkEngine()
+        s = eng.grid_sum(eng.read(args.input), args.user, args.lat, args.lon, box, args.resolution, args.drop_outside)
+    else:
+        ds = UserDataset.from_file(args.input, user=args.user, items=[args.lat, args.lon], domain=None)
+        s = user_grid_sum(ds, args.resolution, box, drop_outside=args.drop_outside)
     rng = resolve_rng(args.seed)
     if args.algorithm == "sparse":
         rel = dp_sparse_emd_agg(s, args.epsilon, w=args.w, rng=rng)
@@ -42,6 +48,7 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         "epsilon": args.epsilon,
         "algorithm": args.algorithm,
         "resolution": args.resolution,
+        "engine": args.engine,
         "sigma_cells": sigma,
         "guarantee": rel.guarantee.describe(),
         "image": str(out),
@@ -73,6 +80,7 @@ def add_parser(sub) -> None:
     p.add_argument("--dense-side", type=int, default=None, help="dense: public coarse grid side")
     p.add_argument("--sigma", type=float, default=None, help="Gaussian filter in cells (default resolution/128)")
     p.add_argument("--drop-outside", action="store_true", help="drop points outside the box (count not reported)")
+    p.add_argument("--engine", choices=["local", "spark"], default="local", help="where the data plane runs")
     p.add_argument("--out", default="heatmap.png")
     p.add_argument("--seed", type=int, default=None, help="seed the noise (demonstrations only)")
     p.add_argument("--json", action="store_true")

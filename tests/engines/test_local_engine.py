@@ -17,8 +17,6 @@ def test_get_engine():
     assert get_engine(eng) is eng
     with pytest.raises(ValueError):
         get_engine("nope")
-    with pytest.raises(NotImplementedError):
-        get_engine("spark")
 
 
 def test_group_by_user_keeps_record_order():

@@ -15,11 +15,14 @@ _DEFAULT = LocalEngine()
 
 
 def get_engine(engine: Engine | str | None = None) -> Engine:
-    """Resolve an ``engine=`` argument: ``None`` or ``"local"`` gives the NumPy engine."""
+    """Resolve an ``engine=`` argument: ``None`` or ``"local"`` gives the NumPy engine, ``"spark"`` a
+    :class:`~userdp.engines.spark.SparkEngine` on the active (or a new ``local[2]``) Spark session."""
     if engine is None or engine == "local":
         return _DEFAULT
-    if isinstance(engine, Engine):
+    if isinstance(engine, Engine) or getattr(engine, "name", None) == "spark":
         return engine
     if engine == "spark":
-        raise NotImplementedError("the Spark engine is not available in this version of userdp")
+        from .spark import SparkEngine
+
+        return SparkEngine()
     raise ValueError(f"unknown engine {engine!r}; use 'local' or an Engine instance")

@@ -72,6 +72,25 @@ class LocalEngine(Engine):
         offsets = np.concatenate([[0], np.cumsum(new_counts)]).astype(np.int64)
         return UserDataset(offsets, ds.items[keep], ds.user_ids, ds.domain)
 
+    def sample_keyed(self, ds: UserDataset, s: int, seed: int) -> UserDataset:
+        """Sampling with replacement where user ``u``'s draws come from a generator seeded by
+        ``user_seed(seed, key_u)`` over its items sorted by value: the same rows as the Spark engine, and
+        independent of how users are split into partitions or tasks."""
+        from ..data import UserDataset
+        from .spark import keyed_choice
+
+        ds.require_items()
+        s = int(s)
+        if s < 1:
+            raise DataError(f"the per-user sample size must be at least 1, got {s}")
+        out = []
+        for i in range(ds.n_users):
+            items = ds.user_items(i)
+            order = np.lexsort(items.T[::-1]) if items.ndim == 2 else np.argsort(items, kind="stable")
+            out.append(items[order][keyed_choice(seed, ds.user_ids[i], items.shape[0], s)])
+        offsets = np.arange(ds.n_users + 1, dtype=np.int64) * s
+        return UserDataset(offsets, np.concatenate(out), ds.user_ids, ds.domain)
+
     def histogram_sum(self, ds: UserDataset, normalize: bool = True) -> np.ndarray:
         k = ds.domain_size
         if not normalize:
