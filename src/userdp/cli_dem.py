@@ -77,6 +77,34 @@ def _load(args: argparse.Namespace) -> tuple[UserDataset, object]:
     raise ParameterError(f"unknown metric {args.metric!r}")
 
 
+def _spark_input(args: argparse.Namespace, rng, need_equal_sizes: bool):
+    """Spark path: the DataFrame (sampled with replacement per user when --samples), the per-user size m,
+    the number of users n and whether it was projected. Per-user sampling is keyed by a driver-drawn seed."""
+    from pyspark.sql import functions as F
+
+    from .engines.spark import SparkEngine
+
+    eng = SparkEngine()
+    df = eng.read(args.file)
+    cols = [args.item] if args.item else args.items.split(",")
+    eng._check(df, [args.user, *cols])
+    projected = bool(args.samples)
+    if projected:
+        df = eng.sample_with_replacement(df, args.user, cols, args.samples, seed=rng.randbelow(2**62))
+    c = (
+        df.groupBy(args.user)
+        .count()
+        .agg(F.min("count").alias("lo"), F.max("count").alias("hi"), F.count(F.lit(1)).alias("n"))
+        .collect()[0]
+    )
+    if c["lo"] != c["hi"] and (args.model == "central" or need_equal_sizes):
+        raise DataError(
+            "users hold different numbers of items; pass --samples S to apply BoundedEMDReduction "
+            "(S samples with replacement per user, Theorem 5.3)"
+        )
+    return eng, df, int(c["lo"]), int(c["n"]), projected
+
+
 def _bounded(ds: UserDataset, args: argparse.Namespace, rng) -> tuple[UserDataset, bool]:
     if args.samples:
         return ds.sample(args.samples, replace=True, rng=rng), True
@@ -131,6 +159,8 @@ def cmd_linear(args: argparse.Namespace) -> int:
     from .noise import resolve_rng
 
     rng = resolve_rng(args.seed)
+    if args.engine == "spark":
+        return _linear_spark(args, rng)
     ds, space = _load(args)
     ds, projected = _bounded(ds, args, rng) if args.model == "central" or args.samples else (ds, False)
     if args.query == "distance":
@@ -183,10 +213,80 @@ def _clustered_input(args: argparse.Namespace, command: str):
     return rng, ds, space, projected
 
 
+def _linear_spark(args: argparse.Namespace, rng) -> int:
+    """PrivEMDLinear with the per-user means computed on Spark (distance to a public point)."""
+    import math as _m
+
+    from pyspark.sql import functions as F
+
+    from . import releases
+
+    if args.metric != "greatcircle" or args.query != "distance":
+        raise ParameterError("--engine spark supports --metric greatcircle --query distance")
+    if not args.box or not args.point or not args.items:
+        raise ParameterError("--engine spark needs --items, --box and --point")
+    la0, la1, lo0, lo1 = _floats(args.box, 4, "box")
+    box = BoxDomain.latlon(la0, la1, lo0, lo1)
+    space = GreatCircleMetric(box)
+    lat, lon = args.items.split(",")
+    eng, df, m, n, projected = _spark_input(args, rng, need_equal_sizes=False)
+    inside = (F.col(lat) >= la0) & (F.col(lat) <= la1) & (F.col(lon) >= lo0) & (F.col(lon) <= lo1)
+    if df.filter(~inside).limit(1).count():
+        raise DataError("some points lie outside the declared box")
+    c0, c1 = (_m.radians(v) for v in _floats(args.point, 2, "point"))
+    p0, p1 = F.radians(F.col(lat)), F.radians(F.col(lon))
+    a = F.sin((F.lit(c0) - p0) / 2) ** 2 + F.cos(p0) * _m.cos(c0) * F.sin((F.lit(c1) - p1) / 2) ** 2
+    df = df.withColumn("_d", 2 * 6371.0088 * F.asin(F.sqrt(a)) / space.scale)
+    rel = releases.linear_mean(
+        df, ["_d"], 1.0, args.alpha, model=args.model, user=args.user, delta=args.delta, engine=eng, rng=rng
+    )
+    g = _discrete(rel.guarantee, args) if projected else rel.guarantee
+    est = (np.asarray(rel.value) * space.scale).tolist()
+    return _emit(
+        args,
+        rel.mechanism,
+        g,
+        est,
+        {"unit": "km", "engine": "spark", "noise_scale": rel.params["noise_scale"] * space.scale},
+    )
+
+
+def _freq_spark(args: argparse.Namespace, rng, release_histogram: bool) -> int:
+    """GKRR item randomization on the executors (keyed by a driver-drawn seed), aggregation there, the
+    estimate on the driver."""
+    from .dem import GKRR
+    from .dem.frequency import project_simplex
+    from .dem.itemwise import itemwise_guarantee
+    from .privacy.accounting import calibrate
+
+    if args.metric != "clustered" or not args.domain or not args.item:
+        raise ParameterError("--engine spark supports --metric clustered with --domain and --item")
+    space, dom, _ = clustered_from_file(args.domain, args.r)
+    eng, df, m, n, projected = _spark_input(args, rng, need_equal_sizes=True)
+    central = args.model == "central"
+    cal = calibrate(args.alpha, args.delta or 1e-6, m, n=n if central else None)
+    gk = GKRR(space, min(cal.alpha0, 40.0))
+    labels = dom.labels
+    released = eng.randomize_items(df, args.user, args.item, gk, labels, seed=rng.randbelow(2**62))
+    counts = eng.histogram_sum(released, args.user, args.item, labels, normalize=False)
+    v = counts / counts.sum()
+    g, route = itemwise_guarantee(gk.realized_alpha0, m, cal.best.delta or 1e-300, n if central else None)
+    if projected:
+        g = _discrete(g, args)
+    est_vec = v if release_histogram else project_simplex(gk.unbiased_estimate(v))
+    est = {str(labels[i]): float(x) for i, x in enumerate(est_vec)}
+    name = "PrivEMDItemWise (Algorithm 2)" if release_histogram else "FreqEstLocal + GKRR (Algorithm 4)"
+    return _emit(args, name + " on Spark", g, est, {"alpha0": gk.realized_alpha0, "route": route, "engine": "spark"})
+
+
 def cmd_itemwise(args: argparse.Namespace) -> int:
     from .dem import GKRR, priv_emd_itemwise
     from .privacy.accounting import calibrate
 
+    if args.engine == "spark":
+        from .noise import resolve_rng
+
+        return _freq_spark(args, resolve_rng(args.seed), release_histogram=True)
     rng, ds, space, projected = _clustered_input(args, "itemwise")
     m = int(ds.counts()[0])
     n = ds.n_users if args.model == "central" else None
@@ -201,6 +301,10 @@ def cmd_itemwise(args: argparse.Namespace) -> int:
 def cmd_freq(args: argparse.Namespace) -> int:
     from .dem import freq_est_gkrr
 
+    if args.engine == "spark":
+        from .noise import resolve_rng
+
+        return _freq_spark(args, resolve_rng(args.seed), release_histogram=False)
     rng, ds, space, projected = _clustered_input(args, "freq")
     rel = freq_est_gkrr(ds, space, args.alpha, args.delta or 1e-6, model=args.model, rng=rng)
     g = _discrete(rel.guarantee, args) if projected else rel.guarantee
@@ -226,6 +330,7 @@ def add_parsers(sub) -> None:
         p.add_argument("--samples", type=int, default=None, help="BoundedEMDReduction: samples per user")
         p.add_argument("--r-discrete", type=float, default=0.05, help="with --samples: r of the discrete guarantee")
         p.add_argument("--seed", type=int, default=None, help="seed the noise (demonstrations only)")
+        p.add_argument("--engine", choices=["local", "spark"], default="local", help="where the data plane runs")
         p.add_argument("--json", action="store_true")
 
     li = sub.add_parser("linear", help="PrivEMDLinear: a Lipschitz linear query under d_EM-DP")

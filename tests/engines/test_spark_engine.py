@@ -203,3 +203,49 @@ def test_releases_api_and_cli_on_spark(engine, records, tmp_path, capsys):
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["lower_bound"] <= 40
+
+
+def test_dem_cli_on_spark(engine, tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from userdp.cli import main
+
+    rng = np.random.default_rng(3)
+    labels = [f"{b}{c}" for b in "ABC" for c in range(4)]
+    (tmp_path / "domain.csv").write_text("item,cluster\n" + "".join(f"{x},{x[0]}\n" for x in labels))
+    users = np.repeat(np.arange(100), 10)
+    pd.DataFrame(
+        {
+            "user": users,
+            "item": np.array(labels)[rng.integers(0, 12, users.size)],
+            "lat": 40.7 + 0.05 * rng.random(users.size),
+            "lon": -74.0 + 0.05 * rng.random(users.size),
+        }
+    ).to_csv(tmp_path / "d.csv", index=False)
+    base = [str(tmp_path / "d.csv"), "--user", "user", "--alpha", "20", "--engine", "spark", "--json", "--seed", "1"]
+    assert (
+        main(["freq", *base, "--item", "item", "--metric", "clustered", "--domain", str(tmp_path / "domain.csv")]) == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["engine"] == "spark" and sum(out["estimate"].values()) == pytest.approx(1.0)
+    assert (
+        main(
+            [
+                "linear",
+                *base,
+                "--items",
+                "lat,lon",
+                "--metric",
+                "greatcircle",
+                "--box",
+                "40.5,41,-74.3,-73.65",
+                "--point",
+                "40.75,-73.98",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["unit"] == "km" and 0 < out["estimate"][0] < 30
