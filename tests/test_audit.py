@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from userdp.audit import audit_randomizer, audit_samples, audit_shuffled
 from userdp.dem import GKRR, ExponentialRandomizer
