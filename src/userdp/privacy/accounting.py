@@ -149,7 +149,7 @@ def theorem_4_3(v_l0: int, v_l1: float, alpha0: float, delta: float, M: int) -> 
     if not 0 <= v_l1 <= k:
         raise ParameterError(f"||v||_1 must lie in [0, ||v||_0] (distances are at most 1), got {v_l1}")
     a = float(h_bound(M, k, v_l1, alpha0, delta))
-    return a, delta * math.exp(a)
+    return a, min(delta * math.exp(min(a, 700.0)), 1.0)
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ class ShuffleBound(_AmplifiedBound):
         if np.any(d_arr < 0) or np.any(d_arr > 1):
             raise ParameterError("d_EM lies in [0, 1]")
         eps = h_bound(self.M, self.m, self.m * d_arr, self.alpha0, self.delta)
-        dl = self.delta * np.exp(eps)
+        dl = np.minimum(self.delta * np.exp(np.minimum(eps, 700.0)), 1.0)
         if np.ndim(d) == 0:
             return float(eps), float(dl)
         return eps, dl
@@ -241,7 +241,14 @@ def shuffle_guarantee(
     a = float(_alpha_44(alpha0, int(m), M, delta))
     h1 = float(_h1(alpha0, int(m), M, delta))
     return ShuffleBound(
-        float(alpha0), int(m), None if mdl is Model.LOCAL else int(n), delta, mdl, M, a, delta * math.exp(h1)
+        float(alpha0),
+        int(m),
+        None if mdl is Model.LOCAL else int(n),
+        delta,
+        mdl,
+        M,
+        a,
+        min(delta * math.exp(min(h1, 700.0)), 1.0),
     )
 
 
@@ -404,7 +411,9 @@ def _route_theorem_44(alpha: float, dp: float, m: int, M: int) -> RouteResult:
         return RouteResult("theorem 4.4", False, reason="no alpha_0 > 0 meets the target within Theorem 4.3's range")
     delta = best[0]
     a = float(_alpha_44(lo, m, M, delta))
-    return RouteResult("theorem 4.4", True, lo, delta, a, delta * math.exp(float(_h1(lo, m, M, delta))))
+    return RouteResult(
+        "theorem 4.4", True, lo, delta, a, min(delta * math.exp(min(float(_h1(lo, m, M, delta)), 700.0)), 1.0)
+    )
 
 
 def _route_asymptotic(alpha: float, dp: float, m: int, n: int | None, M: int) -> RouteResult:
@@ -424,7 +433,7 @@ def _route_asymptotic(alpha: float, dp: float, m: int, n: int | None, M: int) ->
     a = float(_alpha_44(a0, m, M, delta))
     if a > alpha * (1 + 1e-12):
         return RouteResult(name, False, a0, delta, a, reason=f"Theorem 4.4 certifies only alpha = {a:.4g} > target")
-    return RouteResult(name, True, a0, delta, a, delta * math.exp(float(_h1(a0, m, M, delta))))
+    return RouteResult(name, True, a0, delta, a, min(delta * math.exp(min(float(_h1(a0, m, M, delta)), 700.0)), 1.0))
 
 
 def calibrate(
