@@ -58,7 +58,7 @@ def spark_run(path: Path, master: str) -> tuple[float, float, float]:
         SparkSession.builder.master(master)
         .appName("bench")
         .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "6g")
+        .config("spark.driver.memory", "6g").config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "16")
         .getOrCreate()
     )
