@@ -92,6 +92,13 @@ def trial(fs, name: str, box: BoxDomain, users: np.ndarray, n: int, side: int, e
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sides", default="64,128,256,512", help="resolutions of the Delta sweep")
+    ap.add_argument(
+        "--only",
+        choices=["all", "delta"],
+        default="all",
+        help="delta: run only the resolution sweep and reuse the saved epsilon and n results",
+    )
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     src = RandomSource(2023)  # experiments: seeded
@@ -105,11 +112,14 @@ def main() -> None:
     boxes = {k: b for k, b in boxes.items() if eligible[k].size >= 200}
     import pandas as pd
 
+    if args.only == "delta":
+        df1 = pd.read_csv(OUT / "heatmaps_eps.csv")
+        df2 = pd.read_csv(OUT / "heatmaps_n.csv")
     # 1. epsilon sweep at Delta = 256
     eps_list = [0.1, 0.5, 1, 2, 5, 10] if not args.quick else [1, 10]
     trials = 2 if not args.quick else 1
     rows = []
-    for eps in eps_list:
+    for eps in eps_list if args.only == "all" else []:
         for name, box in boxes.items():
             for _ in range(trials):
                 r, truth, outs = trial(fs, name, box, eligible[name], 200, 256, eps, src, gen)
@@ -122,20 +132,22 @@ def main() -> None:
                 OUT / f"heatmaps_example_eps{eps:g}.png",
                 title=f"{name}, 200 users, eps = {eps:g}, Delta = 256",
             )
-    df1 = pd.DataFrame(rows)
-    df1.to_csv(OUT / "heatmaps_eps.csv", index=False)
+    if args.only == "all":
+        df1 = pd.DataFrame(rows)
+        df1.to_csv(OUT / "heatmaps_eps.csv", index=False)
     # 2. n and Delta sweeps on Midtown, eps = 10, EMD
     name = "Midtown Manhattan"
     box, users = boxes[name], eligible[name]
     rows = []
     n_list = [50, 100, 200, 300, 400, 500] if not args.quick else [50, 200]
-    for n in n_list:
+    for n in n_list if args.only == "all" else []:
         for _ in range(10 if not args.quick else 1):
             rows += trial(fs, name, box, users, min(n, users.size), 256, 10.0, src, gen)[0]
-    df2 = pd.DataFrame(rows)
-    df2.to_csv(OUT / "heatmaps_n.csv", index=False)
+    if args.only == "all":
+        df2 = pd.DataFrame(rows)
+        df2.to_csv(OUT / "heatmaps_n.csv", index=False)
     rows = []
-    for side in [64, 128, 256, 512] if not args.quick else [64, 128]:
+    for side in [int(x) for x in args.sides.split(",")] if not args.quick else [64, 128]:
         for _ in range(5 if not args.quick else 1):
             rows += trial(fs, name, box, users, 200, side, 10.0, src, gen)[0]
         print(f"Delta = {side}: done ({time.time() - t0:.0f} s)")
