@@ -479,6 +479,17 @@ class UserDataset:
             raise DataError(f"{empty} user(s) have no items; drop them or use a mechanism that allows it")
         return self
 
+    def require_equal_sizes(self) -> int:
+        """The common number of items ``m`` of every user (bounded releases); a :class:`DataError` if users
+        differ or hold nothing."""
+        c = self.counts()
+        if c.size == 0 or c.min() < 1 or c.min() != c.max():
+            raise DataError(
+                "this bounded release needs every user to hold the same public number of items m; "
+                "apply BoundedEMDReduction (sampling with replacement) first"
+            )
+        return int(c[0])
+
     def require_public_domain(self) -> UserDataset:
         """Raise :class:`DataError` unless the items come from a caller-declared (public) finite domain."""
         if not isinstance(self.domain, FiniteDomain):

@@ -21,7 +21,7 @@ from ..noise import RngLike, resolve_rng
 from ..privacy.accounting import calibrate
 from ..privacy.guarantees import ApproxDP, Model, Neighbours, PureDP
 from ..release import ErrorStatement, Release
-from .itemwise import _equal_sizes, priv_emd_itemwise
+from .itemwise import priv_emd_itemwise
 from .randomizers import GKRR
 
 __all__ = [
@@ -76,7 +76,7 @@ def freq_est_gkrr(
     if ds.domain_size != space.size:
         raise DataError(f"the dataset's domain has {ds.domain_size} items but the metric has {space.size}")
     mdl = Model(model)
-    m = _equal_sizes(ds)
+    m = ds.require_equal_sizes()
     n = ds.n_users
     cal = calibrate(alpha, delta_prime, m, n=n if mdl is Model.CENTRAL else None, numerical=numerical)
     a0 = min(cal.alpha0, 40.0)
@@ -211,7 +211,7 @@ def freq_est_hadamard(ds: UserDataset, epsilon: float, delta: float, rng: RngLik
     outputs in ``C_x``, all ``x`` at once by a fast Walsh-Hadamard transform. Projected onto the simplex.
     """
     ds.require_public_domain()
-    m = _equal_sizes(ds)
+    m = ds.require_equal_sizes()
     k = ds.domain_size
     e0 = composition_epsilon0(epsilon, delta, m)
     y, K, W1, W0 = hadamard_response(ds.items, k, e0, rng)
@@ -235,7 +235,7 @@ def freq_laplace_central(ds: UserDataset, epsilon: float, rng: RngLike = None) -
     """Central user-level Laplace baseline (Lemma 6.7): ``K~_G`` plus Laplace noise, replace-one-user
     neighbours with equal public sizes, so the l1 sensitivity of the normalized histogram is ``2/n``
     (the paper's ``Lap(1/(n eps))`` assumes add/remove). Negatives set to 0, then normalized."""
-    _equal_sizes(ds)
+    ds.require_equal_sizes()
     return user_histogram(ds, epsilon, neighbours=Neighbours.REPLACE_USER, rng=rng)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..data import UserDataset
-from ..errors import DataError, ParameterError
+from ..errors import ParameterError
 from ..noise import RngLike, resolve_rng
 from ..privacy.accounting import (
     Calibration,
@@ -31,16 +31,6 @@ from ..release import Release
 from .randomizers import ItemRandomizer
 
 __all__ = ["priv_emd_itemwise", "itemwise_guarantee", "BoundedEMDReduction", "calibrated_alpha0"]
-
-
-def _equal_sizes(ds: UserDataset) -> int:
-    c = ds.counts()
-    if c.size == 0 or c.min() < 1 or c.min() != c.max():
-        raise DataError(
-            "PrivEMDItemWise is a bounded mechanism: every user must hold the same public number of items m; "
-            "apply BoundedEMDReduction (sampling with replacement) first"
-        )
-    return int(c[0])
 
 
 def itemwise_guarantee(
@@ -80,7 +70,7 @@ def priv_emd_itemwise(
         histogram of the outputs (finite domains). The guarantee's ``delta'`` comes from the inner ``delta``.
     """
     mdl = Model(model)
-    m = _equal_sizes(ds)
+    m = ds.require_equal_sizes()
     n = ds.n_users
     a0 = randomizer.guarantee.alpha
     src = resolve_rng(rng)

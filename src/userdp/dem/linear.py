@@ -106,16 +106,6 @@ def _query_values(ds: UserDataset, f_values: np.ndarray | None, f_points) -> np.
     return v
 
 
-def _require_bounded(ds: UserDataset) -> int:
-    c = ds.counts()
-    if c.size == 0 or c.min() != c.max():
-        raise DataError(
-            "the bounded central model needs every user to hold the same public number of items; "
-            "use BoundedEMDReduction (sampling with replacement) first"
-        )
-    return int(c[0])
-
-
 def priv_emd_linear(
     ds: UserDataset,
     lipschitz: float,
@@ -166,7 +156,7 @@ def priv_emd_linear(
     per_user = get_engine(engine).per_user_mean(ds, vals)
     n, d = per_user.shape
     if mdl is Model.CENTRAL:
-        _require_bounded(ds)
+        ds.require_equal_sizes()
         sens = ell / n
         target = per_user.mean(axis=0)
     else:
@@ -236,7 +226,7 @@ def linear_baseline(
     per_user = get_engine(engine).per_user_mean(ds, vals)
     n, d = per_user.shape
     if mdl is Model.CENTRAL:
-        _require_bounded(ds)
+        ds.require_equal_sizes()
         sens = 2 * f_bound / n
         noisy = knorm_mechanism(per_user.mean(axis=0), sens, eps, "l2", rng)
         value, extras, nb = noisy, {}, Neighbours.REPLACE_USER
