@@ -74,7 +74,7 @@ def test_statistical_audit_gaussian_delta(rng):
     assert not audit_samples(gaussian_noise(s / 2, n, rng), 1.0 + gaussian_noise(s / 2, n, rng), eps, delta).passed
 
 
-@pytest.mark.parametrize("mechanism", ["gkrr", "exponential", "itemwise", "laplace", "gaussian", "linear"])
+@pytest.mark.parametrize("mechanism", ["gkrr", "exponential", "itemwise", "distinct", "laplace", "gaussian", "linear"])
 def test_audit_cli(mechanism, capsys):
     from userdp.cli import main
 

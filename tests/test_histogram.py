@@ -55,3 +55,27 @@ def test_refusals():
     ok = UserDataset.from_lists([["a"]], domain=FiniteDomain(["a"]))
     with pytest.raises(ValueError):
         user_histogram(ok, 1.0, neighbours=Neighbours.ITEM)
+
+
+@pytest.mark.parametrize("nb", [Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER])
+def test_audit_user_histogram(nb, rng):
+    """Worst-case search over removing each user, adding a full user and replacing a user by it: the noisy
+    sum is (eps, 0)-DP under the stated relation; the add/remove calibration used for replacement (half
+    the sensitivity) is refuted."""
+    from userdp.audit import audit_search, user_neighbours
+
+    eps, dom = 1.0, FiniteDomain(list(range(4)))
+    base = [[0, 1], [1, 2], [3]]
+    pairs = [p for p in user_neighbours(base, [0, 0, 0]) if ("replace" in p.label) == (nb is Neighbours.REPLACE_USER)]
+
+    def sampler(relation):
+        def sample(users, k):
+            ds = UserDataset.from_lists(users, domain=dom)
+            return np.array([user_histogram(ds, eps, relation, rng=rng).extras["noisy_sum"] for _ in range(k)])
+
+        return sample
+
+    assert audit_search(sampler(nb), pairs, lambda d: (eps, 0.0), n=8_000, n_pilot=800).passed
+    if nb is Neighbours.REPLACE_USER:
+        broken = sampler(Neighbours.ADD_REMOVE_USER)
+        assert not audit_search(broken, pairs, lambda d: (eps, 0.0), n=8_000, n_pilot=800).passed

@@ -237,15 +237,27 @@ def cmd_audit(args: argparse.Namespace) -> int:
         res = audit_samples(
             a, b, 1.0, 1e-3, name=f"lattice Gaussian, sigma {analytic_gaussian_sigma(1.0, 1.0, 1e-3):.3f}"
         )
-    else:  # linear
+    elif args.mechanism == "distinct":
+        from itertools import combinations, combinations_with_replacement
+
+        from .audit import audit_distinct_count
+
+        types = [set(c) for r in (1, 2, 3) for c in combinations(range(3), r)]
+        tiny = [list(c) for k in (1, 2, 3) for c in combinations_with_replacement(types, k)]
+        res = audit_distinct_count(tiny, 1.0, beta=0.1, l_max=3, name="distinct count (Algorithm 1), epsilon 1")
+    else:  # linear: worst-case search over one user's point datasets
+        from .audit import audit_search, point_neighbours
         from .data import UserDataset
         from .dem import priv_emd_linear
 
-        K = UserDataset.from_lists([[(0.0,)]] * n)
-        Kp = UserDataset.from_lists([[(1.0,)]] * n)
-        a = priv_emd_linear(K, 1.0, 2.0, f_points=lambda x: x, rng=src).extras["per_user"][:, 0]
-        b = priv_emd_linear(Kp, 1.0, 2.0, f_points=lambda x: x, rng=src).extras["per_user"][:, 0]
-        res = audit_samples(a, b, 2.0, 0.0, name="PrivEMDLinear, alpha 2, two datasets at d_EM = 1")
+        def sample(x, k):
+            ds = UserDataset.from_lists([[tuple(p) for p in x]] * k)
+            return priv_emd_linear(ds, 1.0, 2.0, f_points=lambda v: v, rng=src).extras["per_user"]
+
+        pairs = point_neighbours(np.array([[0.0, 0.0], [0.5, -0.5], [-0.5, 0.25]]), 0.5, -1.0, 1.0)
+        res = audit_search(
+            sample, pairs, lambda d: (2.0 * d, 0.0), n=n, name="PrivEMDLinear (l2, alpha 2), one user's 3 points"
+        )
     _console().print(str(res))
     return 0 if res.passed else 1
 
@@ -290,7 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--json", action="store_true")
     rd.set_defaults(func=cmd_account_reduction)
     au = sub.add_parser("audit", help="check a mechanism's claimed guarantee against its outputs")
-    au.add_argument("mechanism", choices=["gkrr", "exponential", "itemwise", "laplace", "gaussian", "linear"])
+    au.add_argument(
+        "mechanism", choices=["gkrr", "exponential", "itemwise", "distinct", "laplace", "gaussian", "linear"]
+    )
     au.add_argument("--trials", type=int, default=50_000, help="samples per input (statistical audits)")
     au.add_argument("--seed", type=int, default=None)
     au.set_defaults(func=cmd_audit)

@@ -112,3 +112,43 @@ def test_gkrr_speed_smoke(rng):
     y = g.randomize(np.arange(100).repeat(1000), rng)
     assert y.shape == (100_000,) and y.min() >= 0 and y.max() < 100
     assert math.isfinite(g.realized_alpha0)
+
+
+# --------------------------------------------------------------------------------------------
+# The auditor on every randomizer
+# --------------------------------------------------------------------------------------------
+
+
+def test_audit_finite_randomizers_and_doubled_alpha0():
+    from userdp.audit import audit_randomizer
+
+    space = ClusteredMetric(4, 3, 0.3)
+    D = space.full_matrix()
+    for r in (GKRR(space, 2.0), ExponentialRandomizer(space, 2.0)):
+        assert audit_randomizer(r.transition_matrix(), D, r.guarantee.alpha).passed
+    # GKRR built with alpha_0 = 4 that claims 2 is refuted
+    assert not audit_randomizer(GKRR(space, 4.0).transition_matrix(), D, 2.0).passed
+    # the exponential randomizer's realized alpha_0 is tight: 10% below it is refuted (its claim alpha_0 can
+    # be up to 2x loose, so "doubled" is not a meaningful broken variant for it)
+    e = ExponentialRandomizer(space, 4.0)
+    assert audit_randomizer(e.transition_matrix(), D, e.realized_alpha0).passed
+    assert not audit_randomizer(e.transition_matrix(), D, 0.9 * e.realized_alpha0).passed
+
+
+@pytest.mark.parametrize("cls", [KNormRandomizer, PlanarLaplace])
+def test_statistical_audit_knorm_and_planar_laplace(cls, rng):
+    """Worst-case search over single-item moves and opposite corners: the claim ``alpha_0 d / diameter``
+    holds; a randomizer with twice the claimed alpha_0 is refuted."""
+    from userdp.audit import audit_search, point_neighbours
+
+    space = EuclideanMetric(2, 4.0)
+    pairs = point_neighbours(np.zeros((1, 2)), 0.5, -1.2, 1.2)
+
+    def sampler(r):
+        return lambda x, k: r.randomize(np.repeat(x, k, axis=0), rng)
+
+    def claim(d):
+        return 1.0 * d / space.scale, 0.0
+
+    assert audit_search(sampler(cls(space, 1.0)), pairs, claim, n=30_000).passed
+    assert not audit_search(sampler(cls(space, 2.0)), pairs, claim, n=30_000).passed

@@ -151,3 +151,44 @@ def test_release_object_and_refusals(rng):
         person_element_graph(UserDataset.from_lists([[(0.1, 0.2)]]))
     with pytest.raises(ParameterError):
         dc_matching(person_element_graph(ds), 0)
+
+
+# --------------------------------------------------------------------------------------------
+# Exact audit of Algorithm 1 (GEM + lattice discrete Laplace) on tiny datasets
+# --------------------------------------------------------------------------------------------
+
+
+def _tiny_datasets() -> list[list[set[int]]]:
+    """Every dataset of 1-3 persons over 3 elements (119 datasets)."""
+    types = [set(c) for r in (1, 2, 3) for c in itertools.combinations(range(3), r)]
+    return [list(c) for k in (1, 2, 3) for c in itertools.combinations_with_replacement(types, k)]
+
+
+@pytest.mark.parametrize("method", ["matching", "greedy"])
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_exact_audit_of_algorithm_1(method, eps):
+    from userdp.audit import audit_distinct_count
+
+    res = audit_distinct_count(_tiny_datasets(), eps, beta=0.1, l_max=3, method=method)
+    assert res.passed, str(res)
+
+
+def test_exact_audit_catches_broken_distinct_count(monkeypatch):
+    """Half the noise (sensitivity l/2), a count with twice the sensitivity, and the shift halved are all
+    flagged by the exact audit."""
+    import userdp.distinct.release as R
+    from userdp.audit import audit_distinct_count
+
+    ds = _tiny_datasets()
+    cal = R.calibrate_laplace
+    with monkeypatch.context() as m:
+        m.setattr(R, "calibrate_laplace", lambda s, e, dim=1: cal(s / 2, e, dim))
+        assert not audit_distinct_count(ds, 1.0, 0.1, 3).passed
+    with monkeypatch.context() as m:
+        m.setitem(R._METHODS, "matching", lambda g, l: 2 * dc_matching(g, l))
+        assert not audit_distinct_count(ds, 1.0, 0.1, 3).passed
+    quantile = R._shift_quantile
+    with monkeypatch.context() as m:
+        m.setattr(R, "_shift_quantile", lambda t, b: quantile(t, b) // 2)
+        res = audit_distinct_count(ds, 1.0, 0.1, 3)
+        assert not res.passed and "coverage = 0.7" in res.measured

@@ -23,18 +23,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..data import UserDataset
 from ..engines import Engine
 from ..errors import ParameterError
-from ..noise import RngLike, calibrate_laplace, discrete_laplace, exponential_mechanism, resolve_rng
+from ..noise import LaplaceCalibration, RngLike, calibrate_laplace, discrete_laplace, exponential_mechanism, resolve_rng
 from ..privacy.guarantees import Neighbours, PureDP
 from ..release import ErrorStatement, Release
 from .counting import PersonElementGraph, dc_greedy, dc_matching, dc_sampling, person_element_graph
 
-__all__ = ["gem_scores", "gem_scores_quadratic", "gem_select", "laplace_lower_bound", "distinct_count"]
+__all__ = [
+    "gem_scores",
+    "gem_scores_quadratic",
+    "gem_select",
+    "laplace_lower_bound",
+    "ReleasePlan",
+    "release_plan",
+    "distinct_count",
+]
 
 
 def gem_scores_quadratic(q: np.ndarray, sens: np.ndarray, t: float) -> np.ndarray:
@@ -115,22 +124,81 @@ def _shift_quantile(t: int, beta: float) -> int:
     return max(x, 0)
 
 
+def _lower_bound_terms(
+    value: float, sensitivity: float, epsilon: float, beta: float, shift_factor: float = 1.0
+) -> tuple[LaplaceCalibration, int, int]:
+    """``(calibration, k, shift_units)``: the release is ``(k + Z - shift_units) g`` with ``Z ~ DLap(t)``."""
+    cal = calibrate_laplace(sensitivity, epsilon, dim=1)
+    x = _shift_quantile(cal.t, beta)
+    return cal, round(value / cal.granularity), math.ceil(x * shift_factor)
+
+
 def laplace_lower_bound(
     value: float, sensitivity: float, epsilon: float, beta: float, rng: RngLike = None, shift_factor: float = 1.0
 ) -> tuple[float, float, float]:
     """Release ``value + Z - shift`` with ``Z`` lattice Laplace for ``sensitivity``/``epsilon`` and ``shift``
     the exact ``(1 - beta)``-quantile of ``Z``: then ``P[release > value] <= beta``. Returns
     ``(release, scale, shift)``. ``shift_factor`` exists only so tests can show a halved shift fails."""
-    cal = calibrate_laplace(sensitivity, epsilon, dim=1)
+    cal, k, shift_units = _lower_bound_terms(value, sensitivity, epsilon, beta, shift_factor)
     z = int(discrete_laplace(cal.t, 1, rng)[0])
-    x = _shift_quantile(cal.t, beta)
     g = cal.granularity
-    k = round(value / g)
-    shift_units = math.ceil(x * shift_factor)
     return float((k + z - shift_units) * g), cal.scale, shift_units * g
 
 
+@dataclass(frozen=True)
+class ReleasePlan:
+    """Everything Algorithm 1 computes before it draws randomness; the release's law is a function of it.
+
+    ``l_hat = i + 1`` is drawn with probability ``∝ exp(epsilon_select scores[i] / 2)``; the value is then
+    ``(lattice[i] + Z - shift_units[i]) * calibrations[i].granularity`` with ``Z ~ DLap(calibrations[i].t)``.
+    :func:`userdp.audit.audit_distinct_count` computes the exact privacy loss from it.
+    """
+
+    counts: np.ndarray
+    scores: np.ndarray
+    epsilon_select: float
+    epsilon_count: float
+    calibrations: list[LaplaceCalibration]
+    lattice: np.ndarray
+    shift_units: np.ndarray
+
+
 _METHODS: dict[str, Callable] = {"matching": dc_matching, "greedy": dc_greedy}
+
+
+def release_plan(
+    graph: PersonElementGraph,
+    epsilon: float,
+    beta: float,
+    l_max: int,
+    method: str = "matching",
+    select_fraction: float = 0.5,
+    rng: RngLike = None,
+) -> ReleasePlan:
+    """Steps 1-2 of Algorithm 1 up to the random draws: ``DC(D; l)`` for ``l = 1..l_max``, the shifted
+    ``q_l``, GEM's normalized scores (sensitivity 1) and, per ``l``, the lattice Laplace calibration for
+    sensitivity ``l``, the rounded count and the exact ``(1 - beta)`` shift. ``rng`` is used only by the
+    sampling method."""
+    if method == "sampling":
+        counts = dc_sampling(graph, l_max, resolve_rng(rng))
+    else:
+        counts = _METHODS[method](graph, l_max)
+    e_sel = epsilon * select_fraction
+    e_cnt = epsilon - e_sel
+    ls = np.arange(1, l_max + 1, dtype=np.float64)
+    q = counts - ls / e_cnt * math.log(1 / (2 * beta))
+    t = 2 * math.log(l_max / beta) / e_sel
+    scores = gem_scores(q, ls, t)
+    terms = [_lower_bound_terms(float(c), float(l), e_cnt, beta) for c, l in zip(counts, ls, strict=True)]
+    return ReleasePlan(
+        np.asarray(counts),
+        scores,
+        e_sel,
+        e_cnt,
+        [c for c, _, _ in terms],
+        np.array([k for _, k, _ in terms], dtype=np.int64),
+        np.array([x for _, _, x in terms], dtype=np.int64),
+    )
 
 
 def distinct_count(
@@ -172,18 +240,15 @@ def distinct_count(
         raise ParameterError(f"method must be 'matching', 'greedy' or 'sampling', got {method!r}")
     src = resolve_rng(rng)
     graph = ds if isinstance(ds, PersonElementGraph) else person_element_graph(ds, engine)
-    l_max = int(l_max)
-    if method == "sampling":
-        counts = dc_sampling(graph, l_max, src)
-    else:
-        counts = _METHODS[method](graph, l_max)
-    e_sel = eps * select_fraction
-    e_cnt = eps - e_sel
-    ls = np.arange(1, l_max + 1, dtype=np.float64)
-    q = counts - ls / e_cnt * math.log(1 / (2 * beta))
-    idx, scores = gem_select(q, ls, e_sel, beta, src)
+    plan = release_plan(graph, eps, beta, int(l_max), method, select_fraction, src)
+    idx = exponential_mechanism(plan.scores, 1.0, plan.epsilon_select, src)
     l_hat = idx + 1
-    value, scale, shift = laplace_lower_bound(float(counts[idx]), float(l_hat), e_cnt, beta, src)
+    cal = plan.calibrations[idx]
+    z = int(discrete_laplace(cal.t, 1, src)[0])
+    value = float((int(plan.lattice[idx]) + z - int(plan.shift_units[idx])) * cal.granularity)
+    scale, shift = cal.scale, float(plan.shift_units[idx] * cal.granularity)
+    e_sel, e_cnt, scores = plan.epsilon_select, plan.epsilon_count, plan.scores
+    l_max = int(l_max)
     return Release(
         value=value,
         guarantee=PureDP(eps, neighbours=Neighbours.ADD_REMOVE_USER),
