@@ -169,6 +169,11 @@ def cmd_distinct(args: argparse.Namespace) -> int:
         items = table.column(args.item).to_pylist()
         if any(u is None for u in users) or any(i is None for i in items):
             raise DataError("the user and item columns must not have missing values")
+        import pyarrow as pa
+
+        itype = table.column(args.item).type
+        if not (pa.types.is_string(itype) or pa.types.is_large_string(itype) or pa.types.is_integer(itype)):
+            raise DataError(f"item column {args.item!r} has type {itype}; items must be strings or integers")
         if args.tokenize:
             data = words_dataset(users, [str(x) for x in items])
         else:
@@ -180,6 +185,9 @@ def cmd_distinct(args: argparse.Namespace) -> int:
 
         Console(stderr=True).print("[bold yellow]warning:[/] seeded noise is for demonstrations only")
     rel = distinct_count(data, args.epsilon, args.beta, args.max_bound, args.method, rng=resolve_rng(args.seed))
+    from . import cli_ledger
+
+    cli_ledger.charge(args, rel.guarantee, rel.mechanism)  # before anything is printed
     out = {
         "lower_bound": rel.value,
         "bound": int(rel.extras["bound"]),
@@ -321,11 +329,14 @@ def build_parser() -> argparse.ArgumentParser:
     di.add_argument("--seed", type=int, default=None, help="seed the noise (demonstrations only)")
     di.add_argument("--json", action="store_true")
     di.set_defaults(func=cmd_distinct)
+    from . import cli_ledger
     from .cli_dem import add_parsers
     from .cli_heatmap import add_parser as add_heatmap
 
+    cli_ledger.add_option(di)
     add_parsers(sub)
     add_heatmap(sub)
+    cli_ledger.add_parser(sub)
     s = sub.add_parser("datasets", help="list the bundled datasets")
     s.set_defaults(func=cmd_datasets)
     return p
@@ -334,6 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        from . import cli_ledger
+
+        cli_ledger.check(args)  # a missing or invalid --ledger fails before any data is read
         return int(args.func(args) or 0)
     except Exception as exc:  # noqa: BLE001 - the CLI reports every error without a traceback
         from .errors import UserDPError

@@ -50,7 +50,10 @@ def _load(args: argparse.Namespace) -> tuple[UserDataset, object]:
         table = read_table(args.file)
         if args.item is None:
             raise ParameterError("--metric clustered needs --item COLUMN")
-        cols = table.select([args.user, args.item]) if {args.user, args.item} <= set(table.column_names) else table
+        missing = [c for c in (args.user, args.item) if c not in table.column_names]
+        if missing:
+            raise DataError(f"column(s) {missing} not found; the table has columns {table.column_names}")
+        cols = table.select([args.user, args.item])
         t2 = {
             args.user: cols.column(args.user).to_numpy(zero_copy_only=False),
             args.item: np.array([str(x) for x in cols.column(args.item).to_pylist()], dtype=object),
@@ -126,6 +129,9 @@ def _discrete(g, args: argparse.Namespace) -> DiscreteEMDDP:
 
 
 def _emit(args: argparse.Namespace, mechanism: str, guarantee, estimate, extra: dict) -> int:
+    from . import cli_ledger
+
+    cli_ledger.charge(args, guarantee, mechanism)  # before anything is shown; refused -> nothing is
     out = {"mechanism": mechanism, "guarantee": guarantee.describe(), "estimate": estimate, **extra}
     if args.seed is not None:
         out["warning"] = "seeded noise: for demonstrations only, no privacy"
@@ -332,6 +338,9 @@ def add_parsers(sub) -> None:
         p.add_argument("--seed", type=int, default=None, help="seed the noise (demonstrations only)")
         p.add_argument("--engine", choices=["local", "spark"], default="local", help="where the data plane runs")
         p.add_argument("--json", action="store_true")
+        cli_ledger.add_option(p)
+
+    from . import cli_ledger
 
     li = sub.add_parser("linear", help="PrivEMDLinear: a Lipschitz linear query under d_EM-DP")
     common(li)

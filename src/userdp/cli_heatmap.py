@@ -39,6 +39,9 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         rel = laplace_heatmap(s, args.epsilon, top_percent=args.top_percent, rng=rng)
     else:
         rel = dense_emd_agg(s, args.epsilon, args.dense_side or max(1, args.resolution // 8), rng=rng)
+    from . import cli_ledger
+
+    cli_ledger.charge(args, rel.guarantee, rel.mechanism)  # before any file is written
     sigma = args.sigma if args.sigma is not None else args.resolution / 128
     out = Path(args.out)
     grid_path = out.with_suffix(".npy")
@@ -84,4 +87,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", default="heatmap.png")
     p.add_argument("--seed", type=int, default=None, help="seed the noise (demonstrations only)")
     p.add_argument("--json", action="store_true")
+    from . import cli_ledger
+
+    cli_ledger.add_option(p)
     p.set_defaults(func=cmd_heatmap)

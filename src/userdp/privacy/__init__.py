@@ -1,6 +1,6 @@
 """Privacy guarantees, their conversions, and budget accounting."""
 
-from .budget import LedgerEntry, Session
+from .budget import LedgerEntry, Session, guarantee_from_dict, guarantee_to_dict
 from .guarantees import (
     ApproxDP,
     DiscreteEMDDP,
@@ -30,5 +30,7 @@ __all__ = [
     "alpha_from_targets",
     "compose",
     "group_privacy",
+    "guarantee_from_dict",
+    "guarantee_to_dict",
     "metric_from_dp",
 ]

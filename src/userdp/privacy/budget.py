@@ -3,14 +3,44 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
 from typing import Any
 
-from ..errors import BudgetExceededError
-from .guarantees import ApproxDP, Guarantee, PureDP
+from ..errors import BudgetExceededError, ParameterError
+from .guarantees import ApproxDP, DiscreteEMDDP, EMDMetricDP, Guarantee, ItemMetricDP, PureDP
 
-__all__ = ["Session", "LedgerEntry"]
+__all__ = ["Session", "LedgerEntry", "guarantee_to_dict", "guarantee_from_dict"]
+
+_KINDS: dict[str, type] = {c.__name__: c for c in (PureDP, ApproxDP, ItemMetricDP, EMDMetricDP, DiscreteEMDDP)}
+
+
+def guarantee_to_dict(g: Guarantee) -> dict:
+    """A JSON-able description of a guarantee (a per-distance ``curve`` is not kept: the ledger composes
+    the headline parameters)."""
+    out: dict[str, Any] = {"kind": type(g).__name__}
+    for f in dataclasses.fields(g):
+        if f.name == "curve":
+            continue
+        v = getattr(g, f.name)
+        out[f.name] = v.value if isinstance(v, Enum) else v
+    return out
+
+
+def guarantee_from_dict(d: dict) -> Guarantee:
+    """Inverse of :func:`guarantee_to_dict`."""
+    d = dict(d)
+    kind = d.pop("kind", None)
+    if kind not in _KINDS:
+        raise ParameterError(f"unknown guarantee kind {kind!r} in the ledger")
+    if kind == "PureDP":
+        d.pop("delta", None)
+    return _KINDS[kind](**d)
 
 
 @dataclass(frozen=True)
@@ -104,6 +134,46 @@ class Session:
             )
         self._spent[g.budget_key()] = total
         self.ledger.append(LedgerEntry(label, g, mechanism))
+
+    # ---------------------------------------------------------------- persistence (the CLI's --ledger)
+
+    def to_dict(self) -> dict:
+        return {
+            "format": "userdp-ledger/1",
+            "budgets": [guarantee_to_dict(b) for b in self._budgets.values()],
+            "entries": [
+                {"label": e.label, "mechanism": e.mechanism, "guarantee": guarantee_to_dict(e.guarantee)}
+                for e in self.ledger
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Session:
+        if d.get("format") != "userdp-ledger/1":
+            raise ParameterError("not a userdp ledger (format userdp-ledger/1)")
+        s = cls([guarantee_from_dict(b) for b in d["budgets"]])
+        for e in d.get("entries", []):
+            s.charge(guarantee_from_dict(e["guarantee"]), e.get("label", ""), e.get("mechanism", ""))
+        return s
+
+    def save(self, path: str | Path) -> None:
+        """Write the budgets and the ledger to ``path`` atomically (a temporary file, then a rename)."""
+        path = Path(path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=".ledger-")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(self.to_dict(), fh, indent=1)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Session:
+        """Read a ledger written by :meth:`save` (or ``userdp ledger init``)."""
+        try:
+            with open(path) as fh:
+                return cls.from_dict(json.load(fh))
+        except FileNotFoundError:
+            raise ParameterError(f"no ledger at {path}; create one with `userdp ledger init`") from None
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ParameterError(f"{path} is not a valid userdp ledger: {exc}") from None
 
     def run(self, guarantee: Guarantee, fn: Callable[..., Any], *args: Any, label: str = "", **kwargs: Any) -> Any:
         """Check that ``guarantee`` fits, run ``fn(*args, **kwargs)``, then record it.
