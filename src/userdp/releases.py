@@ -8,6 +8,7 @@ query values); the mechanism adds noise, selects and reconstructs on the driver,
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,9 @@ def heatmap(
     **kwargs,
 ) -> Release:
     """A DP heatmap (``algorithm`` in ``sparse``, ``dense``, ``laplace``, ``threshold``) of a UserDataset of
-    (lat, lon) points or of a Spark DataFrame with ``user``, ``lat``, ``lon`` columns."""
+    (lat, lon) points, of an iterable of UserDataset chunks of whole users (e.g.
+    :func:`userdp.streaming.iter_user_chunks`, bounded memory) or of a Spark DataFrame with ``user``,
+    ``lat``, ``lon`` columns."""
     from .heatmaps import dense_emd_agg, dp_sparse_emd_agg, laplace_heatmap, user_grid_sum
 
     sp = _spark(engine)
@@ -52,8 +55,14 @@ def heatmap(
         s = sp.grid_sum(data, user, lat, lon, box, side, drop_outside)
     elif isinstance(data, UserDataset):
         s = user_grid_sum(data, side, box, drop_outside)
+    elif isinstance(data, Iterable) and not isinstance(data, (str, bytes, dict)):
+        from .streaming import grid_sum_chunks
+
+        s = grid_sum_chunks(data, side, box, drop_outside)  # chunks of whole users, bounded memory
     else:
-        raise DataError("pass a UserDataset, or a Spark DataFrame with engine='spark'")
+        raise DataError(
+            "pass a UserDataset, an iterable of UserDataset chunks, or a Spark DataFrame with engine='spark'"
+        )
     if algorithm == "sparse":
         return dp_sparse_emd_agg(s, epsilon, rng=rng, **kwargs)
     if algorithm == "laplace":
