@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from userdp.errors import ParameterError
+from userdp.errors import DataError, ParameterError
 from userdp.noise import (
     RandomSource,
     add_laplace,
@@ -185,9 +185,9 @@ def test_laplace_lattice_privacy_loss_exact():
 
 
 def test_laplace_mechanism_refuses_bad_input():
-    with pytest.raises(ParameterError):
+    with pytest.raises(DataError):  # the values are data
         laplace_mechanism([1.0, np.nan], 1.0, 1.0)
-    with pytest.raises(ParameterError):
+    with pytest.raises(DataError):
         laplace_mechanism([1.0, np.inf], 1.0, 1.0)
     with pytest.raises(ParameterError):
         laplace_mechanism([1.0], 1.0, 0.0)

@@ -18,7 +18,8 @@ def test_readme_starts_with_the_two_commands():
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_readme_example_runs(block):
+def test_readme_example_runs(block, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # examples may write files
     code = re.sub(r"pts = UserDataset\.from_file\(.*?\)\)\n", "", block, flags=re.S)
     env: dict = {}
     if "Session" in code:  # the budget example continues the data-model example

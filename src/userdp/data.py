@@ -203,7 +203,9 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None, format: s
     elif fmt in ("csv", "tsv", "txt"):
         with _open(path) as fh:
             opts = pcsv.ParseOptions(delimiter="\t" if fmt == "tsv" else ",")
-            table = pcsv.read_csv(fh, parse_options=opts)
+            # an empty field is a missing value, also in text columns (then refused, never a "" label)
+            conv = pcsv.ConvertOptions(strings_can_be_null=True, null_values=[""])
+            table = pcsv.read_csv(fh, parse_options=opts, convert_options=conv)
     elif fmt in ("json", "jsonl", "ndjson"):
         with _open(path) as fh:
             table = pjson.read_json(fh)
@@ -355,7 +357,10 @@ class UserDataset:
         offsets = np.concatenate([[0], np.cumsum(counts)])
         flat = [x for u in per_user for x in u]
         if isinstance(domain, BoxDomain) or (flat and isinstance(flat[0], (list, tuple, np.ndarray, float))):
-            items = np.asarray(flat, dtype=np.float64).reshape(len(flat), -1) if flat else np.empty((0, 1))
+            try:
+                items = np.asarray(flat, dtype=np.float64).reshape(len(flat), -1) if flat else np.empty((0, 1))
+            except (TypeError, ValueError) as exc:
+                raise DataError(f"point items must be numbers: {exc}") from None
             return cls(offsets, items, None, domain)
         arr = np.asarray(flat)
         if domain is None:

@@ -53,7 +53,7 @@ import numpy as np
 from numba import njit
 from scipy import special
 
-from .errors import ParameterError
+from .errors import DataError, ParameterError
 
 __all__ = [
     "RandomSource",
@@ -471,9 +471,19 @@ def _pow2_below(x: float, bits: int) -> float:
 
 
 def _check_values(values: np.ndarray) -> np.ndarray:
-    v = np.asarray(values, dtype=np.float64)
+    try:
+        v = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataError("values to be released must be numbers") from None
     if not np.all(np.isfinite(v)):
-        raise ParameterError("values to be released must be finite (no NaN or inf)")
+        raise DataError("values to be released must be finite (no NaN or inf)")
+    return v
+
+
+def _nonempty(values: np.ndarray | float) -> np.ndarray:
+    v = np.atleast_1d(_check_values(values))
+    if v.size == 0:
+        raise DataError("there are no values to release")
     return v
 
 
@@ -548,7 +558,7 @@ def laplace_mechanism(
     values: np.ndarray | float, l1_sensitivity: float, epsilon: float, rng: RngLike = None
 ) -> np.ndarray:
     """``epsilon``-DP release of ``values`` whose l1 sensitivity is ``l1_sensitivity`` (lattice Laplace)."""
-    v = np.atleast_1d(_check_values(values))
+    v = _nonempty(values)
     cal = calibrate_laplace(l1_sensitivity, epsilon, dim=v.size)
     return add_laplace(v, cal, rng)
 
@@ -655,7 +665,7 @@ def gaussian_mechanism(
     values: np.ndarray | float, l2_sensitivity: float, epsilon: float, delta: float, rng: RngLike = None
 ) -> np.ndarray:
     """``(epsilon, delta)``-DP release of ``values`` with l2 sensitivity ``l2_sensitivity``."""
-    v = np.atleast_1d(_check_values(values))
+    v = _nonempty(values)
     cal = calibrate_gaussian(l2_sensitivity, epsilon, delta, dim=v.size)
     return add_gaussian(v, cal, rng)
 

@@ -112,12 +112,19 @@ def rr_composition_delta(epsilon0: float, m: int, epsilon: float) -> float:
     Randomized response is the worst case (Kairouz, Oh & Viswanath 2015, optimal composition): the privacy
     loss is ``epsilon0 (m - 2J)`` with ``J ~ Bin(m, 1/(1 + e^epsilon0))``.
     """
-    j = np.arange(m + 1)
     p = 1.0 / (1.0 + math.exp(epsilon0))
+    j_max = math.ceil((m - epsilon / epsilon0) / 2)  # loss > epsilon only for j < (m - epsilon/epsilon0)/2
+    if j_max <= 0:
+        return 0.0
+    # terms below j_lo (40 standard deviations under the mean) are each at most pmf(j_lo) (the pmf is
+    # unimodal): bound their sum by j_lo * pmf(j_lo) and add it, so delta is never underestimated
+    j_lo = max(0, min(j_max, math.floor(m * p - 40 * math.sqrt(m * p * (1 - p) + 1))))
+    j = np.arange(j_lo, j_max + 1)
     logP = binom.logpmf(j, m, p)
     loss = epsilon0 * (m - 2 * j)
     terms = np.exp(logP) * -np.expm1(np.minimum(epsilon - loss, 0.0))
-    return float(terms[loss > epsilon].sum())
+    tail = j_lo * math.exp(float(logP[0])) if j_lo > 0 else 0.0
+    return float(terms[loss > epsilon].sum()) + tail
 
 
 def composition_epsilon0(epsilon: float, delta: float, m: int) -> float:
@@ -126,7 +133,7 @@ def composition_epsilon0(epsilon: float, delta: float, m: int) -> float:
     lo, hi = epsilon / m, epsilon
     if rr_composition_delta(hi, m, epsilon) <= delta:
         return hi
-    for _ in range(100):
+    while hi - lo > 1e-12 * lo:
         mid = 0.5 * (lo + hi)
         if rr_composition_delta(mid, m, epsilon) <= delta:
             lo = mid

@@ -26,8 +26,8 @@ def _normalize(x: np.ndarray) -> np.ndarray:
 def laplace_heatmap(s: np.ndarray, epsilon: float, top_percent: float | None = None, rng: RngLike = None) -> Release:
     """Laplace noise ``Lap(1/eps)`` on every cell of the sum (l1 sensitivity 1 under add/remove one user),
     negatives set to zero; with ``top_percent`` only the largest ``top_percent``% noisy cells are kept."""
-    s = np.asarray(s, dtype=np.float64)
     _check_grid(s)
+    s = np.asarray(s, dtype=np.float64)
     noisy = laplace_mechanism(s.reshape(-1), 1.0, epsilon, rng).reshape(s.shape)
     out = np.maximum(noisy, 0.0)
     name = "Laplace per cell (baseline)"
@@ -79,8 +79,8 @@ def dense_emd_agg(s: np.ndarray, epsilon: float, coarse_side: int, rng: RngLike 
     estimate of ``n``, e.g. :func:`dense_resolution`), add ``Lap(1/eps)`` to every coarse cell, project
     onto non-negative vectors in EMD norm by an LP, normalize, and spread each coarse cell uniformly over
     the fine grid."""
-    s = np.asarray(s, dtype=np.float64)
     L = _check_grid(s)
+    s = np.asarray(s, dtype=np.float64)
     Lc = int(round(math.log2(coarse_side)))
     if 2**Lc != coarse_side or Lc > L:
         raise ParameterError("coarse_side must be a power of two no larger than the grid side")

@@ -49,8 +49,12 @@ __all__ = ["level_budgets", "pyramid_level", "dp_sparse_emd_agg", "reconstruct",
 
 def _check_grid(s: np.ndarray) -> int:
     s = np.asarray(s)
-    if s.ndim != 2 or s.shape[0] != s.shape[1]:
-        raise DataError("the aggregate must be a square Delta x Delta array")
+    if s.ndim != 2 or s.shape[0] != s.shape[1] or s.shape[0] == 0:
+        raise DataError("the aggregate must be a non-empty square Delta x Delta array")
+    if s.dtype.kind not in "biuf":
+        raise DataError(f"the aggregate must be numeric, got dtype {s.dtype}")
+    if not np.all(np.isfinite(s)):
+        raise DataError("the aggregate contains NaN or inf")
     side = s.shape[0]
     L = int(round(math.log2(side)))
     if 2**L != side:
@@ -207,8 +211,8 @@ def dp_sparse_emd_agg(
     guarantee is ``epsilon``-DP for adding or removing one user. The value is the normalized estimate
     ``a_hat`` (``Delta x Delta``).
     """
-    s = np.asarray(s, dtype=np.float64)
     L = _check_grid(s)
+    s = np.asarray(s, dtype=np.float64)
     if np.any(s < 0):
         raise DataError("the aggregate of user distributions cannot be negative")
     src = resolve_rng(rng)

@@ -49,7 +49,12 @@ _PIVOT_RULE = "candidate_list"
 def _dense(h) -> np.ndarray:
     if sp.issparse(h):
         h = h.toarray()
-    a = np.asarray(h, dtype=np.float64).reshape(-1)
+    try:
+        a = np.asarray(h, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise DataError("a histogram must hold numbers") from None
+    if a.size == 0:
+        raise DataError("the histogram is empty")
     if not np.all(np.isfinite(a)):
         raise DataError("histogram contains NaN or inf")
     return a
