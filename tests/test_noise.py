@@ -306,3 +306,48 @@ def test_sample_cumulative_exact(rng):
     assert stats.chisquare(c0, np.array([1, 2, 3]) / 6 * 30_000).pvalue > 1e-3
     assert c1[1] == 0
     assert stats.chisquare(c1[[0, 2]], np.array([5, 1]) / 6 * 30_000).pvalue > 1e-3
+
+
+# --------------------------------------------------------------------------------------------
+# The auditor on the noise module's mechanisms
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("select", [exponential_mechanism, permute_and_flip])
+def test_audit_selection_mechanisms(select, rng):
+    """Scores of sensitivity 1 (each score moves by at most 1): the worst of the candidate pairs stays within
+    (eps, 0); run at 2 eps while claiming eps (sensitivity off by 2x), it is refuted."""
+    from userdp.audit import NeighbourPair, audit_search
+
+    eps = 1.0
+    pairs = [
+        NeighbourPair("one candidate up, the others down", [0.0, 1.0, 1.0], [1.0, 0.0, 0.0]),
+        NeighbourPair("leader up", [2.0, 1.0, 0.0], [3.0, 1.0, 0.0]),
+        NeighbourPair("tie broken", [1.0, 1.0, 1.0], [0.0, 1.0, 1.0]),
+    ]
+
+    def sampler(e):
+        return lambda scores, k: np.array([select(scores, 1.0, e, rng) for _ in range(k)], dtype=float)
+
+    assert audit_search(sampler(eps), pairs, lambda d: (eps, 0.0), n=15_000, n_pilot=1500).passed
+    assert not audit_search(sampler(2 * eps), pairs, lambda d: (eps, 0.0), n=15_000, n_pilot=1500).passed
+
+
+def test_audit_lattice_mechanisms(rng):
+    """laplace_mechanism, gaussian_mechanism and knorm_mechanism as releases of a 2-vector with the stated
+    sensitivity: every pair at that sensitivity passes its claim."""
+    from userdp.audit import NeighbourPair, audit_search
+    from userdp.noise import knorm_mechanism
+
+    pairs = [
+        NeighbourPair("l1 move on one coordinate", np.zeros(2), np.array([1.0, 0.0])),
+        NeighbourPair("l1 move split", np.zeros(2), np.array([0.5, -0.5])),
+    ]
+    eps, delta, n = 1.0, 1e-3, 20_000
+    cases = [
+        (lambda x, k: laplace_mechanism(np.tile(x, (k, 1)).ravel(), 1.0, eps, rng).reshape(k, 2), (eps, 0.0)),
+        (lambda x, k: gaussian_mechanism(np.tile(x, (k, 1)).ravel(), 1.0, eps, delta, rng).reshape(k, 2), (eps, delta)),
+        (lambda x, k: knorm_mechanism(np.tile(x, (k, 1)), 1.0, eps, "l1", rng), (eps, 0.0)),
+    ]
+    for sample, claim in cases:
+        assert audit_search(sample, pairs, lambda d, c=claim: c, n=n, n_pilot=2000).passed

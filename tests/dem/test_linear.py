@@ -227,3 +227,43 @@ def test_audit_linear_baseline_local(rng):
     pairs = point_neighbours(np.array([[0.0, 0.0], [0.5, 0.5]]), 0.5, -0.7, 0.7)
     sample = _local_sampler(lambda ds, r: linear_baseline(ds, eps, f_points=lambda x: x, f_bound=1.0, rng=r), rng)
     assert audit_search(sample, pairs, lambda d: (eps, 0.0), n=30_000).passed
+
+
+def test_audit_priv_emd_linear_gaussian(rng):
+    """The Gaussian variant: (alpha d_EM, delta) at the worst candidate pair; with l claimed at half it is
+    refuted."""
+    from userdp.audit import audit_search, point_neighbours
+
+    alpha, delta = 1.5, 1e-3
+    pairs = point_neighbours(np.array([[0.0, 0.0], [0.5, -0.5], [-0.5, 0.25]]), 0.5, -1.0, 1.0)
+
+    def mech(lip):
+        return _local_sampler(
+            lambda ds, r: priv_emd_linear(ds, lip, alpha, f_points=lambda x: x, delta=delta, rng=r), rng
+        )
+
+    assert audit_search(mech(1.0), pairs, lambda d: (alpha * d, delta), n=30_000).passed
+    assert not audit_search(mech(0.5), pairs, lambda d: (alpha * d, delta), n=30_000).passed
+
+
+def test_audit_linear_baseline_central(rng):
+    """The central user-level baseline (replace one user, equal sizes): (eps, 0) when a user is replaced by
+    one at the far end of the range."""
+    from userdp.audit import NeighbourPair, audit_search
+
+    eps = 1.0
+    base = [[(0.2,), (0.4,)], [(0.9,), (0.1,)], [(0.5,), (0.5,)]]
+    pairs = [
+        NeighbourPair(f"replace user {u}", base, base[:u] + [[(-1.0,), (-1.0,)]] + base[u + 1 :]) for u in range(3)
+    ]
+
+    def sample(users, k):
+        ds = UserDataset.from_lists(users)
+        return np.array(
+            [
+                linear_baseline(ds, eps, f_points=lambda x: x, f_bound=1.0, model="central", rng=rng).value
+                for _ in range(k)
+            ]
+        )
+
+    assert audit_search(sample, pairs, lambda d: (eps, 0.0), n=5_000, n_pilot=500).passed

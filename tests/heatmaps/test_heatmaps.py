@@ -218,3 +218,27 @@ def test_audit_laplace_heatmap(rng):
 
     assert audit_search(sampler(eps), pairs, lambda d: (eps, 0.0), n=8_000, n_pilot=800).passed
     assert not audit_search(sampler(2 * eps), pairs, lambda d: (eps, 0.0), n=8_000, n_pilot=800).passed
+
+
+def test_audit_dense_emd_agg(rng, monkeypatch):
+    """The dense appendix-D baseline (coarse 2 x 2): (eps, 0) at the worst of the add/remove pairs; run at
+    3 eps while claiming eps, it is refuted. Its LP projection is post-processing of the noisy coarse
+    counts, so the audit replaces it by the identity (3 ms per LP would make the test minutes long): any
+    post-processing of an (eps, 0) release is (eps, 0), and what is audited is the code path up to it."""
+    import userdp.heatmaps.baselines as B
+    from userdp.audit import audit_search, user_neighbours
+
+    monkeypatch.setattr(B, "emd_projection_nonnegative", lambda x: x)
+    monkeypatch.setattr(B, "_normalize", lambda x: x)
+    eps = 1.0
+    pairs = [p for p in user_neighbours(AUDIT_USERS, [(0.1, 0.1)] * 3) if "replace" not in p.label]
+
+    def sampler(e):
+        def sample(users, k):
+            s = _grid(users)
+            return np.array([dense_emd_agg(s, e, 2, rng=rng).value[::2, ::2].ravel() for _ in range(k)])
+
+        return sample
+
+    assert audit_search(sampler(eps), pairs, lambda d: (eps, 0.0), n=8_000, n_pilot=800).passed
+    assert not audit_search(sampler(3 * eps), pairs, lambda d: (eps, 0.0), n=8_000, n_pilot=800).passed
