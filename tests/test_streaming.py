@@ -94,3 +94,22 @@ def test_streaming_refusals(tmp_path, points_file):
     with pytest.raises(DataError, match="outside"):
         pq.write_table(pa.table({"u": [1], "lat": [5.0], "lon": [0.2]}), tmp_path / "out.parquet")
         list(iter_user_chunks(tmp_path / "out.parquet", "u", items=["lat", "lon"], domain=BOX))
+
+
+def test_drop_outside_across_chunks(tmp_path):
+    """With drop_outside, a chunk whose points all lie outside contributes nothing (no error); all outside
+    is an error."""
+    a = UserDataset.from_lists([[(5.0, 5.0)]], domain=None)
+    b = UserDataset(np.array([0, 1]), np.array([[0.5, 0.5]]), np.array([9]), None)
+    s = grid_sum_chunks([a, b], 4, BOX, drop_outside=True)
+    assert s.sum() == pytest.approx(1.0)
+    with pytest.raises(DataError, match="no points inside"):
+        grid_sum_chunks([a], 4, BOX, drop_outside=True)
+
+
+def test_a_user_larger_than_a_chunk_stays_whole(tmp_path):
+    path = tmp_path / "big.parquet"
+    users = np.r_[np.zeros(5000, dtype=np.int64), np.ones(3, dtype=np.int64)]
+    pq.write_table(pa.table({"u": users, "lat": np.full(users.size, 0.5), "lon": np.full(users.size, 0.5)}), path)
+    chunks = list(iter_user_chunks(path, "u", items=["lat", "lon"], domain=BOX, rows_per_chunk=1000))
+    assert [list(c.counts()) for c in chunks] == [[5000], [3]]

@@ -218,6 +218,17 @@ def audit_sampled(
     )
 
 
+def _edges(p: np.ndarray, q: np.ndarray, bins: int) -> np.ndarray:
+    """Bin edges: one bin per value when there are at most ``bins`` distinct outputs (a selection, a
+    count), else quantiles of the pooled sample."""
+    values = np.unique(np.concatenate([p, q]))
+    if values.size <= bins:
+        return np.concatenate([[-np.inf], (values[:-1] + values[1:]) / 2, [np.inf]])
+    edges = np.unique(np.quantile(np.concatenate([p, q]), np.linspace(0, 1, bins + 1)))
+    edges[0], edges[-1] = -np.inf, np.inf
+    return edges
+
+
 def _cp_lower(k: int, n: int, conf: float) -> float:
     return 0.0 if k == 0 else float(beta_dist.ppf(1 - conf, k, n - k + 1))
 
@@ -247,12 +258,7 @@ def audit_samples(
     q = np.asarray(sample_q, dtype=np.float64)
     if p.ndim > 1:
         p, q = p[:, 0], q[:, 0]
-    values = np.unique(np.concatenate([p, q]))
-    if values.size <= bins:  # few distinct outputs (a selection, a count): one bin per value
-        edges = np.concatenate([[-np.inf], (values[:-1] + values[1:]) / 2, [np.inf]])
-    else:
-        edges = np.unique(np.quantile(np.concatenate([p, q]), np.linspace(0, 1, bins + 1)))
-        edges[0], edges[-1] = -np.inf, np.inf
+    edges = _edges(p, q, bins)
     cp = np.histogram(p, edges)[0]
     cq = np.histogram(q, edges)[0]
     level = 1 - (1 - confidence) / (2 * len(cp))
@@ -337,8 +343,7 @@ def user_neighbours(users: list[list], full_user: list, max_pairs: int = 8) -> l
 
 def _divergence_estimate(p: np.ndarray, q: np.ndarray, eps: float, bins: int) -> float:
     """Plug-in (point) estimate of the binned hockey-stick divergence, used only to rank pairs."""
-    edges = np.unique(np.quantile(np.concatenate([p, q]), np.linspace(0, 1, bins + 1)))
-    edges[0], edges[-1] = -np.inf, np.inf
+    edges = _edges(p, q, bins)
     hp = np.histogram(p, edges)[0] / p.size
     hq = np.histogram(q, edges)[0] / q.size
     return hockey_stick(hp, hq, eps)

@@ -107,10 +107,8 @@ def iter_user_chunks(
             continue
         any_rows = True
         u = t.column(user).to_numpy(zero_copy_only=False)
-        last = u[-1]
-        start = t.num_rows
-        while start > 0 and u[start - 1] == last:
-            start -= 1
+        other = np.flatnonzero(u != u[-1])  # the last user's rows (contiguous) are carried to the next chunk
+        start = int(other[-1]) + 1 if other.size else 0
         carry = t.slice(start)
         if start > 0:
             yield emit(t.slice(0, start))
@@ -129,10 +127,15 @@ def grid_sum_chunks(chunks: Iterable[UserDataset], side: int, box: BoxDomain, dr
     seen = _SeenUsers()
     for ds in chunks:
         seen.add(ds.user_ids)
-        s = user_grid_sum(ds, side, box, drop_outside)
+        if drop_outside and ds.is_points and not np.any(box.contains(ds.items)):
+            s = np.zeros((side, side))  # nothing of this chunk is inside; other chunks may be
+        else:
+            s = user_grid_sum(ds, side, box, drop_outside)
         total = s if total is None else total + s
     if total is None:
         raise DataError("the input is empty: no chunks")
+    if drop_outside and total.sum() == 0:
+        raise DataError("no points inside the box")
     return total
 
 
