@@ -3,8 +3,8 @@
 * PrivEMDItemWise (central, GKRR on a 20-item clustered metric): 10^8 items = 10^6 users x m = 100, fed as
   100 chunks of 10^4 whole users (generated chunk by chunk, as a reader would deliver them), against the
   in-memory release on 10^7 items.
-* The sparse heatmap at 256 x 256 on 10^7 points (10^6 users) from a Parquet file read by
-  `iter_user_chunks`, against `UserDataset.from_file` + `releases.heatmap` in memory.
+* The sparse heatmap at 256 x 256 on 2 x 10^6 and 10^7 points (10 per user) from Parquet files read by
+  `iter_user_chunks` in 250,000-row chunks, against `UserDataset.from_file` + `releases.heatmap` in memory.
 
 Every case runs in a fresh interpreter and reports its peak resident set size (ru_maxrss), the baseline
 being the interpreter with userdp, NumPy and numba loaded. Run: python benchmarks/bench_memory.py [--quick]
@@ -60,9 +60,15 @@ t0 = time.perf_counter()
 rel = priv_emd_itemwise(ds, g, "central", delta=1e-9, rng=src)
 report('{label}', t0)
 """,
+    "heatmap chunked from Parquet, 2e6 points": """
+t0 = time.perf_counter()
+rel = heatmap(iter_user_chunks(r'{small}', 'u', items=['lat', 'lon'], domain=BOX, rows_per_chunk=250_000),
+              BOX, 256, 1.0, rng=src)
+report('{label}', t0)
+""",
     "heatmap chunked from Parquet, 1e7 points": """
 t0 = time.perf_counter()
-rel = heatmap(iter_user_chunks(r'{path}', 'u', items=['lat', 'lon'], domain=BOX, rows_per_chunk=1_000_000),
+rel = heatmap(iter_user_chunks(r'{path}', 'u', items=['lat', 'lon'], domain=BOX, rows_per_chunk=250_000),
               BOX, 256, 1.0, rng=src)
 report('{label}', t0)
 """,
@@ -97,13 +103,17 @@ def main() -> None:
     args = ap.parse_args()
     scale = 10 if args.quick else 1
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "points.parquet"
+        path, small = Path(tmp) / "points.parquet", Path(tmp) / "small.parquet"
         t = time.perf_counter()
         write_points(path, 10_000_000 // scale)
-        print(f"wrote {10_000_000 // scale:,} points to Parquet in {time.perf_counter() - t:.1f} s")
+        write_points(small, 2_000_000 // scale)
+        print(
+            f"wrote {10_000_000 // scale:,} and {2_000_000 // scale:,} points to Parquet "
+            f"in {time.perf_counter() - t:.1f} s"
+        )
         print(f"{'case':45s} {'seconds':>8s} {'peak RSS MB':>12s}")
         for label, body in CASES.items():
-            code = PRELUDE + textwrap.dedent(body).format(label=label, path=path)
+            code = PRELUDE + textwrap.dedent(body).format(label=label, path=path, small=small)
             if args.quick:
                 code = code.replace("1_000_000, 100, 10_000", "100_000, 100, 10_000").replace("10**8", "10**7")
                 code = code.replace("100_000, 100, 100_000", "10_000, 100, 10_000")
