@@ -131,7 +131,7 @@ def _discrete(g, args: argparse.Namespace) -> DiscreteEMDDP:
 def _emit(args: argparse.Namespace, mechanism: str, guarantee, estimate, extra: dict) -> int:
     from . import cli_ledger
 
-    cli_ledger.charge(args, guarantee, mechanism)  # before anything is shown; refused -> nothing is
+    cli_ledger.charge(args, guarantee, mechanism)  # before anything is shown: if refused, nothing is
     out = {"mechanism": mechanism, "guarantee": guarantee.describe(), "estimate": estimate, **extra}
     if args.seed is not None:
         out["warning"] = "seeded noise: for demonstrations only, no privacy"
@@ -320,6 +320,8 @@ def cmd_freq(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub) -> None:
+    from . import cli_ledger
+
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("file", help="CSV, Parquet or JSON-lines file, one record per item")
         p.add_argument("--user", required=True, help="user column")
@@ -339,8 +341,6 @@ def add_parsers(sub) -> None:
         p.add_argument("--engine", choices=["local", "spark"], default="local", help="where the data plane runs")
         p.add_argument("--json", action="store_true")
         cli_ledger.add_option(p)
-
-    from . import cli_ledger
 
     li = sub.add_parser("linear", help="PrivEMDLinear: a Lipschitz linear query under d_EM-DP")
     common(li)
