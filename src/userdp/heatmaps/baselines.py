@@ -13,14 +13,10 @@ from ..errors import DataError, ParameterError
 from ..noise import RngLike, laplace_mechanism
 from ..privacy.guarantees import Neighbours, PureDP
 from ..release import ErrorStatement, Release
+from .render import _norm as _normalize  # mass 1 (uniform if nothing is left)
 from .sparse import _check_grid, pyramid_level
 
 __all__ = ["laplace_heatmap", "dense_emd_agg", "dense_resolution", "emd_projection_nonnegative"]
-
-
-def _normalize(x: np.ndarray) -> np.ndarray:
-    t = x.sum()
-    return x / t if t > 0 else np.full_like(x, 1.0 / x.size)
 
 
 def laplace_heatmap(s: np.ndarray, epsilon: float, top_percent: float | None = None, rng: RngLike = None) -> Release:
