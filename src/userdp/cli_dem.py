@@ -83,7 +83,6 @@ def _load(args: argparse.Namespace) -> tuple[UserDataset, object]:
 def _spark_input(args: argparse.Namespace, rng, need_equal_sizes: bool):
     """Spark path: the DataFrame (sampled with replacement per user when --samples), the per-user size m,
     the number of users n and whether it was projected. Per-user sampling is keyed by a driver-drawn seed."""
-    from pyspark.sql import functions as F
 
     from .engines.spark import SparkEngine
 
@@ -94,18 +93,10 @@ def _spark_input(args: argparse.Namespace, rng, need_equal_sizes: bool):
     projected = bool(args.samples)
     if projected:
         df = eng.sample_with_replacement(df, args.user, cols, args.samples, seed=rng.randbelow(2**62))
-    c = (
-        df.groupBy(args.user)
-        .count()
-        .agg(F.min("count").alias("lo"), F.max("count").alias("hi"), F.count(F.lit(1)).alias("n"))
-        .collect()[0]
-    )
-    if c["lo"] != c["hi"] and (args.model == "central" or need_equal_sizes):
-        raise DataError(
-            "users hold different numbers of items; pass --samples S to apply BoundedEMDReduction "
-            "(S samples with replacement per user, Theorem 5.3)"
-        )
-    return eng, df, int(c["lo"]), int(c["n"]), projected
+    sizes = eng.user_sizes(df, args.user)
+    if args.model == "central" or need_equal_sizes:
+        eng.require_equal_sizes(df, args.user, sizes)
+    return eng, df, sizes[0], sizes[2], projected
 
 
 def _bounded(ds: UserDataset, args: argparse.Namespace, rng) -> tuple[UserDataset, bool]:

@@ -114,11 +114,7 @@ def linear_mean(
     sp = _spark(engine)
     if sp is not None:
         if Model(model) is Model.CENTRAL:
-            from pyspark.sql import functions as F
-
-            c = data.groupBy(user).count().agg(F.min("count").alias("lo"), F.max("count").alias("hi")).collect()[0]
-            if c["lo"] != c["hi"]:
-                raise DataError("the bounded central model needs every user to hold the same number of items")
+            sp.require_equal_sizes(data, user)
         means = sp.per_user_mean(data, user, list(values))
         ds = UserDataset(np.arange(means.shape[0] + 1), means, None, None)  # one "item" per user: its mean
         return priv_emd_linear(ds, lipschitz, alpha, f_points=lambda x: x, model=model, delta=delta, rng=rng)

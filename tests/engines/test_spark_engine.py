@@ -249,3 +249,16 @@ def test_dem_cli_on_spark(engine, tmp_path, capsys):
     )
     out = json.loads(capsys.readouterr().out)
     assert out["unit"] == "km" and 0 < out["estimate"][0] < 30
+
+
+def test_equal_sizes_on_spark(engine, records):
+    """The bounded releases' size check on executors: the same answer as UserDataset.require_equal_sizes."""
+    df = _df(engine, records)
+    lo, hi, n = engine.user_sizes(df, "user")
+    local = UserDataset.from_arrays(np.asarray(records[0]), np.asarray(records[1]))
+    assert (lo, hi, n) == (local.counts().min(), local.counts().max(), local.n_users)
+    if lo != hi:
+        with pytest.raises(DataError, match="BoundedEMDReduction"):
+            engine.require_equal_sizes(df, "user")
+    sampled = engine.sample_with_replacement(df, "user", ["item"], 3, seed=1)
+    assert engine.require_equal_sizes(sampled, "user") == 3

@@ -129,6 +129,33 @@ class SparkEngine:
             out[row["_cell"]] = row["_s"]
         return out.reshape(side, side)
 
+    def user_sizes(self, df: DataFrame, user: str) -> tuple[int, int, int]:
+        """``(smallest, largest, number of users)`` of the per-user record counts, computed on the executors."""
+        from pyspark.sql import functions as F
+
+        self._check(df, [user])
+        c = (
+            df.groupBy(user)
+            .count()
+            .agg(F.min("count").alias("lo"), F.max("count").alias("hi"), F.count(F.lit(1)).alias("n"))
+            .collect()[0]
+        )
+        if c["n"] == 0:
+            raise DataError("the input is empty: no rows")
+        return int(c["lo"]), int(c["hi"]), int(c["n"])
+
+    def require_equal_sizes(self, df: DataFrame, user: str, sizes: tuple[int, int, int] | None = None) -> int:
+        """The common number of records ``m`` per user (bounded releases), as
+        :meth:`userdp.data.UserDataset.require_equal_sizes` does locally (``sizes``: a :meth:`user_sizes`
+        result already computed, to save a Spark job)."""
+        lo, hi, _ = sizes if sizes is not None else self.user_sizes(df, user)
+        if lo != hi:
+            raise DataError(
+                "this bounded release needs every user to hold the same public number of items m; apply "
+                "BoundedEMDReduction (sampling with replacement, --samples S) first"
+            )
+        return lo
+
     def per_user_mean(self, df: DataFrame, user: str, values: list[str], collect: bool = True):
         """Per-user means of value columns (one row per user, sorted by user key), or their sum over users
         with ``collect=False`` (``(sum, number of users)``: for the bounded central model, where ``n`` is public)."""
