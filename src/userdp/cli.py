@@ -65,17 +65,22 @@ def _print_kv(title: str, rows: dict) -> None:
     _console().print(t)
 
 
+def _report(args: argparse.Namespace, title: str, out: dict) -> bool:
+    """Print ``out`` as JSON with ``--json`` (returns True), else as a titled table (returns False)."""
+    if args.json:
+        print(json.dumps(out))
+        return True
+    _print_kv(title, out)
+    return False
+
+
 def cmd_account_shuffle(args: argparse.Namespace) -> int:
     from .privacy.accounting import numerical_shuffle_guarantee, shuffle_guarantee
 
     if args.numerical:
         nb = numerical_shuffle_guarantee(args.alpha0, args.m, args.delta, n=args.n, model=args.model)
-        out = nb.as_dict()
-        if args.json:
-            print(json.dumps(out))
-            return 0
-        _print_kv("numerical amplification bound: PrivEMDItemWise", out)
-        _console().print(nb.guarantee().describe())
+        if not _report(args, "numerical amplification bound: PrivEMDItemWise", nb.as_dict()):
+            _console().print(nb.guarantee().describe())
         return 0
     b = shuffle_guarantee(args.alpha0, args.m, args.delta, n=args.n, model=args.model)
     out = b.as_dict()
@@ -83,11 +88,8 @@ def cmd_account_shuffle(args: argparse.Namespace) -> int:
         from .plots import plot_privacy_curve
 
         out["plot"] = str(plot_privacy_curve(b, args.plot))
-    if args.json:
-        print(json.dumps(out))
-        return 0
-    _print_kv("Theorem 4.4: PrivEMDItemWise", out)
-    _console().print(b.guarantee().describe())
+    if not _report(args, "Theorem 4.4: PrivEMDItemWise", out):
+        _console().print(b.guarantee().describe())
     return 0
 
 
@@ -135,10 +137,7 @@ def cmd_account_reduction(args: argparse.Namespace) -> int:
         "guarantee": reduction_guarantee(args.epsilon, args.r, args.delta).describe(),
         "min_samples": min_samples(args.r, args.delta),
     }
-    if args.json:
-        print(json.dumps(out))
-        return 0
-    _print_kv("Theorem 5.3: BoundedEMDReduction", out)
+    _report(args, "Theorem 5.3: BoundedEMDReduction", out)
     return 0
 
 
@@ -197,10 +196,7 @@ def cmd_distinct(args: argparse.Namespace) -> int:
         "guarantee": rel.guarantee.describe(),
         "confidence": rel.error.description,
     }
-    if args.json:
-        print(json.dumps(out))
-        return 0
-    _print_kv("person-level DP distinct count (Knop & Steinke, Algorithm 1)", out)
+    _report(args, "person-level DP distinct count (Knop & Steinke, Algorithm 1)", out)
     return 0
 
 
