@@ -69,6 +69,12 @@ def hockey_stick(P: np.ndarray, Q: np.ndarray, eps: float) -> float:
     return float(max(np.maximum(P - e * Q, 0).sum(), np.maximum(Q - e * P, 0).sum()))
 
 
+def _hockey_stick_laws(a: dict, b: dict, eps: float) -> float:
+    """:func:`hockey_stick` for two laws given as ``{outcome: probability}`` (missing outcomes have 0)."""
+    keys = list(set(a) | set(b))
+    return hockey_stick(np.array([a.get(x, 0.0) for x in keys]), np.array([b.get(x, 0.0) for x in keys]), eps)
+
+
 def audit_randomizer(P: np.ndarray, D: np.ndarray, claimed_alpha: float, name: str = "randomizer") -> AuditResult:
     """Exact item-level metric-DP audit of a finite randomizer with transition matrix ``P[x, y]`` over a
     metric ``D``: the measured alpha is ``max ln(P[x,y]/P[x',y]) / d(x,x')``."""
@@ -136,10 +142,7 @@ def audit_shuffled(
             if d == 0:
                 continue
             eps, delta = claim(d)
-            keys = set(dists[a]) | set(dists[b])
-            Pa = np.array([dists[a].get(x, 0.0) for x in keys])
-            Pb = np.array([dists[b].get(x, 0.0) for x in keys])
-            hs = hockey_stick(Pa, Pb, eps)
+            hs = _hockey_stick_laws(dists[a], dists[b], eps)
             excess = hs - delta
             if excess > worst_ratio:
                 worst_ratio, worst = excess, (a, b, d, eps, delta, hs)
@@ -203,8 +206,7 @@ def audit_sampled(
             if d <= 1e-12:
                 continue
             eps, delta = claim(d)
-            keys = set(la) | set(lb)
-            hs = hockey_stick(np.array([la.get(x, 0.0) for x in keys]), np.array([lb.get(x, 0.0) for x in keys]), eps)
+            hs = _hockey_stick_laws(la, lb, eps)
             checked += 1
             if worst is None or hs - delta > worst[0]:
                 worst = (hs - delta, a, b, d, eps, delta, hs)

@@ -39,6 +39,7 @@ __all__ = [
     "gem_scores",
     "gem_scores_quadratic",
     "gem_select",
+    "gem_threshold",
     "laplace_lower_bound",
     "ReleasePlan",
     "release_plan",
@@ -107,14 +108,17 @@ def gem_scores(q: np.ndarray, sens: np.ndarray, t: float) -> np.ndarray:
     return out
 
 
+def gem_threshold(m: int, beta: float, epsilon: float) -> float:
+    """GEM's margin ``t = 2 ln(m / beta) / epsilon`` for ``m`` candidates (Knop & Steinke, Theorem 3.4)."""
+    return 2 * math.log(m / beta) / epsilon
+
+
 def gem_select(
     q: np.ndarray, sens: np.ndarray, epsilon: float, beta: float, rng: RngLike = None
 ) -> tuple[int, np.ndarray]:
     """The generalized exponential mechanism: returns ``(index, normalized scores)``; ``epsilon``-DP when
     each ``q_i`` has sensitivity ``sens_i``."""
-    m = len(q)
-    t = 2 * math.log(m / beta) / epsilon
-    s = gem_scores(q, sens, t)
+    s = gem_scores(q, sens, gem_threshold(len(q), beta, epsilon))
     return exponential_mechanism(s, 1.0, epsilon, rng), s
 
 
@@ -187,8 +191,7 @@ def release_plan(
     e_cnt = epsilon - e_sel
     ls = np.arange(1, l_max + 1, dtype=np.float64)
     q = counts - ls / e_cnt * math.log(1 / (2 * beta))
-    t = 2 * math.log(l_max / beta) / e_sel
-    scores = gem_scores(q, ls, t)
+    scores = gem_scores(q, ls, gem_threshold(l_max, beta, e_sel))
     terms = [_lower_bound_terms(float(c), float(l), e_cnt, beta) for c, l in zip(counts, ls, strict=True)]
     return ReleasePlan(
         np.asarray(counts),
