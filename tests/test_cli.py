@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests import cli_argv
 from userdp.cli import main
 
 
@@ -94,20 +95,7 @@ def test_distinct_json(tmp_path, capsys):
     path = tmp_path / "reviews.csv"
     rows = ["reviewer,text"] + [f"p{i % 40},word{i % 97} other{i % 13} Word{i % 97}" for i in range(400)]
     path.write_text("\n".join(rows) + "\n")
-    argv = [
-        "distinct",
-        str(path),
-        "--user",
-        "reviewer",
-        "--item",
-        "text",
-        "--tokenize",
-        "--epsilon",
-        "1",
-        "--json",
-        "--seed",
-        "1",
-    ]
+    argv = cli_argv.distinct(path, "reviewer", "text", "--tokenize", "--epsilon", "1", "--json", "--seed", "1")
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert {"lower_bound", "bound", "epsilon", "beta", "method"} <= set(out)
@@ -133,5 +121,5 @@ def test_distinct_bad_input(tmp_path, capsys, extra, msg):
 def test_distinct_empty(tmp_path, capsys):
     path = tmp_path / "empty.csv"
     path.write_text("reviewer,text\n")
-    assert main(["distinct", str(path), "--user", "reviewer", "--item", "text", "--epsilon", "1"]) == 2
+    assert main(cli_argv.distinct(path, "reviewer", "text", "--epsilon", "1")) == 2
     assert "empty" in capsys.readouterr().err

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from tests import cli_argv
 from userdp.cli import main
 
 
@@ -31,55 +32,18 @@ def _run(capsys, argv):
 
 
 def test_freq_json(files, capsys):
-    base = [
-        str(files / "data.csv"),
-        "--user",
-        "user",
-        "--item",
-        "item",
-        "--metric",
-        "clustered",
-        "--domain",
-        str(files / "domain.csv"),
-        "--alpha",
-        "20",
-        "--delta",
-        "1e-6",
-        "--json",
-        "--seed",
-        "1",
-    ]
-    out = _run(capsys, ["freq", *base, "--samples", "20"])
+    base = ["--alpha", "20", "--delta", "1e-6", "--json", "--seed", "1"]
+    data, domain = files / "data.csv", files / "domain.csv"
+    out = _run(capsys, cli_argv.clustered("freq", data, domain, *base, "--samples", "20"))
     assert {"mechanism", "guarantee", "estimate"} <= set(out)
     assert "discrete" in out["guarantee"] and len(out["estimate"]) == 12
     assert sum(out["estimate"].values()) == pytest.approx(1.0)
-    out2 = _run(capsys, ["itemwise", *base, "--samples", "20", "--model", "central"])
+    out2 = _run(capsys, cli_argv.clustered("itemwise", data, domain, *base, "--samples", "20", "--model", "central"))
     assert out2["route"] == "theorem 4.4" or out2["route"] == "composition"
 
 
 def test_linear_json(files, capsys):
-    out = _run(
-        capsys,
-        [
-            "linear",
-            str(files / "data.csv"),
-            "--user",
-            "user",
-            "--items",
-            "lat,lon",
-            "--metric",
-            "greatcircle",
-            "--box",
-            "40.5,41,-74.3,-73.65",
-            "--point",
-            "40.75,-73.98",
-            "--alpha",
-            "25",
-            "--json",
-            "--seed",
-            "2",
-        ],
-    )
+    out = _run(capsys, cli_argv.greatcircle(files / "data.csv", "--alpha", "25", "--json", "--seed", "2"))
     assert out["unit"] == "km" and 0 < out["estimate"][0] < 60
     assert "unbounded local" in out["guarantee"]
 
@@ -102,19 +66,5 @@ def test_refusals(files, capsys, extra, msg):
 
 
 def test_unequal_sizes_need_samples(files, capsys):
-    argv = [
-        "freq",
-        str(files / "data.csv"),
-        "--user",
-        "user",
-        "--item",
-        "item",
-        "--metric",
-        "clustered",
-        "--domain",
-        str(files / "domain.csv"),
-        "--alpha",
-        "20",
-    ]
-    assert main(argv) == 2
+    assert main(cli_argv.clustered("freq", files / "data.csv", files / "domain.csv", "--alpha", "20")) == 2
     assert "--samples" in capsys.readouterr().err

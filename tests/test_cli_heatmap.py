@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from tests import cli_argv
 from userdp.cli import main
 
 
@@ -24,30 +25,8 @@ def points(tmp_path):
 @pytest.mark.parametrize("algorithm", ["sparse", "dense", "laplace", "threshold"])
 def test_heatmap_json(points, tmp_path, capsys, algorithm):
     out = tmp_path / f"{algorithm}.png"
-    argv = [
-        "heatmap",
-        str(points),
-        "--user",
-        "user",
-        "--lat",
-        "lat",
-        "--lon",
-        "lon",
-        "--bbox",
-        "40.69,-74.01,40.76,-73.94",
-        "--resolution",
-        "64",
-        "--epsilon",
-        "1",
-        "--algorithm",
-        algorithm,
-        "--out",
-        str(out),
-        "--json",
-        "--seed",
-        "1",
-    ]
-    assert main(argv) == 0
+    argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "64", "--epsilon", "1")
+    assert main([*argv, "--algorithm", algorithm, "--out", str(out), "--json", "--seed", "1"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert {"epsilon", "algorithm", "resolution", "image", "grid"} <= set(res)
     grid = np.load(res["grid"])
@@ -65,20 +44,5 @@ def test_heatmap_json(points, tmp_path, capsys, algorithm):
     ],
 )
 def test_heatmap_refusals(points, tmp_path, capsys, extra, msg):
-    argv = [
-        "heatmap",
-        str(points),
-        "--user",
-        "user",
-        "--lat",
-        "lat",
-        "--lon",
-        "lon",
-        "--epsilon",
-        "1",
-        "--out",
-        str(tmp_path / "x.png"),
-        *extra,
-    ]
-    assert main(argv) == 2
+    assert main(cli_argv.heatmap(points, "--epsilon", "1", "--out", str(tmp_path / "x.png"), *extra)) == 2
     assert msg in capsys.readouterr().err

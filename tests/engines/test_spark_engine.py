@@ -8,6 +8,7 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
+from tests import cli_argv  # noqa: E402
 from userdp.data import BoxDomain, FiniteDomain, UserDataset  # noqa: E402
 from userdp.distinct import dc_matching, person_element_graph  # noqa: E402
 from userdp.engines import LocalEngine  # noqa: E402
@@ -161,46 +162,11 @@ def test_releases_api_and_cli_on_spark(engine, records, tmp_path, capsys):
     import pandas as pd
 
     pd.DataFrame({"user": users, "text": items, "lat": lat, "lon": lon}).to_csv(path, index=False)
-    argv = [
-        "heatmap",
-        str(path),
-        "--user",
-        "user",
-        "--lat",
-        "lat",
-        "--lon",
-        "lon",
-        "--bbox",
-        "40.69,-74.01,40.76,-73.94",
-        "--resolution",
-        "32",
-        "--epsilon",
-        "1",
-        "--engine",
-        "spark",
-        "--out",
-        str(tmp_path / "h.png"),
-        "--json",
-    ]
-    assert main(argv) == 0
+    argv = cli_argv.heatmap(path, "--bbox", cli_argv.BBOX, "--resolution", "32", "--epsilon", "1")
+    assert main([*argv, "--engine", "spark", "--out", str(tmp_path / "h.png"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["engine"] == "spark"
-    argv = [
-        "distinct",
-        str(path),
-        "--user",
-        "user",
-        "--item",
-        "text",
-        "--tokenize",
-        "--epsilon",
-        "1",
-        "--engine",
-        "spark",
-        "--json",
-        "--seed",
-        "3",
-    ]
-    assert main(argv) == 0
+    argv = cli_argv.distinct(path, "user", "text", "--tokenize", "--epsilon", "1", "--engine", "spark")
+    assert main([*argv, "--json", "--seed", "3"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["lower_bound"] <= 40
 
@@ -224,29 +190,12 @@ def test_dem_cli_on_spark(engine, tmp_path, capsys):
             "lon": -74.0 + 0.05 * rng.random(users.size),
         }
     ).to_csv(tmp_path / "d.csv", index=False)
-    base = [str(tmp_path / "d.csv"), "--user", "user", "--alpha", "20", "--engine", "spark", "--json", "--seed", "1"]
-    assert (
-        main(["freq", *base, "--item", "item", "--metric", "clustered", "--domain", str(tmp_path / "domain.csv")]) == 0
-    )
+    data = tmp_path / "d.csv"
+    base = ["--alpha", "20", "--engine", "spark", "--json", "--seed", "1"]
+    assert main(cli_argv.clustered("freq", data, tmp_path / "domain.csv", *base)) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["engine"] == "spark" and sum(out["estimate"].values()) == pytest.approx(1.0)
-    assert (
-        main(
-            [
-                "linear",
-                *base,
-                "--items",
-                "lat,lon",
-                "--metric",
-                "greatcircle",
-                "--box",
-                "40.5,41,-74.3,-73.65",
-                "--point",
-                "40.75,-73.98",
-            ]
-        )
-        == 0
-    )
+    assert main(cli_argv.greatcircle(data, *base)) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["unit"] == "km" and 0 < out["estimate"][0] < 30
 
