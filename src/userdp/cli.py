@@ -266,6 +266,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0 if res.passed else 1
 
 
+def _population_args(p: argparse.ArgumentParser) -> None:
+    """``--m``, ``--n`` and ``--model`` of the accountant's subcommands."""
+    p.add_argument("--m", type=int, required=True, help="items per user")
+    p.add_argument("--n", type=int, default=None, help="users (central model; omit for local)")
+    p.add_argument("--model", choices=["local", "central"], default=None, help="default: central iff --n is given")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="userdp", description="User-level differential privacy.")
     p.add_argument("--version", action="version", version=f"userdp {__version__}")
@@ -278,9 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     asub = acc.add_subparsers(dest="account_command", required=True)
     sh = asub.add_parser("shuffle", help="Theorem 4.4: (alpha, delta') from alpha_0")
     sh.add_argument("--alpha0", type=float, required=True)
-    sh.add_argument("--m", type=int, required=True, help="items per user")
-    sh.add_argument("--n", type=int, default=None, help="users (central model; omit for local)")
-    sh.add_argument("--model", choices=["local", "central"], default=None, help="default: central iff --n is given")
+    _population_args(sh)
     sh.add_argument("--delta", type=float, required=True, help="the delta inside Theorem 4.4's h")
     sh.add_argument("--plot", default=None, help="write the per-distance curve to this PNG")
     sh.add_argument("--numerical", action="store_true", help="the numerical amplification bound (tighter)")
@@ -288,9 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     sh.set_defaults(func=cmd_account_shuffle)
     ca = asub.add_parser("calibrate", help="largest alpha_0 for a target (alpha, delta')")
     ca.add_argument("--alpha", type=float, required=True)
-    ca.add_argument("--m", type=int, required=True)
-    ca.add_argument("--n", type=int, default=None)
-    ca.add_argument("--model", choices=["local", "central"], default=None, help="default: central iff --n is given")
+    _population_args(ca)
     ca.add_argument("--delta", type=float, required=True, help="the target delta'")
     ca.add_argument(
         "--route", default="best", help="best (default), theorem 4.4, eq. (6), eq. (7), composition, numerical"
