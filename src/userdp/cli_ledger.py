@@ -15,7 +15,17 @@ import json
 from pathlib import Path
 
 from .errors import ParameterError
-from .privacy import ApproxDP, DiscreteEMDDP, EMDMetricDP, Guarantee, Model, Neighbours, PureDP, Session
+from .privacy import (
+    ApproxDP,
+    DiscreteEMDDP,
+    EMDMetricDP,
+    Guarantee,
+    Model,
+    Neighbours,
+    PureDP,
+    Session,
+    guarantee_from_dict,
+)
 
 _NB = {"add-remove": Neighbours.ADD_REMOVE_USER, "replace": Neighbours.REPLACE_USER, "local": Neighbours.ANY_TWO_INPUTS}
 
@@ -86,8 +96,6 @@ def _short(g: ApproxDP | None) -> str:
 
 
 def cmd_ledger_show(args: argparse.Namespace) -> int:
-    from .privacy import guarantee_from_dict
-
     s = Session.load(args.path)
     rows = []
     for b in s.to_dict()["budgets"]:
