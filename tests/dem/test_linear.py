@@ -15,7 +15,7 @@ from userdp.dem import embedding_lipschitz, linear_baseline, lipschitz_constant,
 from userdp.dem.linear import gaussian_delta_at_distance
 from userdp.errors import DataError, ParameterError
 from userdp.metrics import ClusteredMetric, FiniteMetric, emd_datasets
-from userdp.noise import calibrate_gaussian
+from userdp.noise import calibrate_gaussian_metric, metric_gaussian_sup_delta
 from userdp.privacy import Model
 
 
@@ -98,14 +98,29 @@ def test_priv_emd_linear_noise_scale(rng, model):
     assert stats.kstest(r, stats.gamma(3, scale=1.3 * scale).cdf).pvalue < 1e-6
 
 
-def test_gaussian_variant_delta_is_largest_at_distance_one():
-    """sigma calibrated at d_EM = 1 (sensitivity l, epsilon alpha): the delta needed at d < 1 (sensitivity l d,
-    epsilon alpha d) never exceeds the delta at d = 1."""
-    for alpha, delta in [(0.5, 1e-6), (5.0, 1e-9), (25.0, 1e-12), (100.0, 1e-6)]:
-        sigma = calibrate_gaussian(1.0, alpha, delta).sigma
-        ds_ = [gaussian_delta_at_distance(sigma, 1.0, alpha, d) for d in np.linspace(1e-3, 1.0, 400)]
-        assert max(ds_) <= ds_[-1] * (1 + 1e-9) and ds_[-1] <= delta * (1 + 1e-9)
-        assert np.all(np.diff(ds_) >= -1e-15)
+def test_gaussian_variant_delta_holds_at_every_distance():
+    """The per-distance guarantee (alpha d, delta) at every d_EM = d in [0, 1], including distances below a
+    lattice step: the rigorous sup over d is within delta, and so is the bound at sampled distances."""
+    for alpha, delta, dim in [(0.5, 1e-6, 1), (5.0, 1e-9, 3), (25.0, 1e-12, 2), (100.0, 1e-6, 8)]:
+        cal = calibrate_gaussian_metric(1.0, alpha, delta, dim)
+        assert metric_gaussian_sup_delta(cal, 1.0, alpha) <= delta
+        ds_ = [gaussian_delta_at_distance(cal, 1.0, alpha, d) for d in np.geomspace(1e-12, 1.0, 200)]
+        assert max(ds_) <= delta
+
+
+def test_gaussian_variant_curve_is_the_release_s(rng):
+    """The release's guarantee curve reports delta(d) <= delta at every distance (the library's own
+    calibration), and a release whose sigma is halved (broken variant) breaks it at d = 1."""
+    ds = _ds()
+    space, F = _space_and_f(3)
+    ell = lipschitz_constant(F, space)
+    rel = priv_emd_linear(ds, ell, 10.0, f_values=F, model="central", delta=1e-9, rng=rng)
+    for d in (1e-9, 1e-4, 0.3, 1.0):
+        eps, dd = rel.guarantee.at_distance(d)
+        assert eps == pytest.approx(10.0 * d) and dd <= 1e-9
+    cal = calibrate_gaussian_metric(ell / ds.n_users, 10.0, 1e-9, 3)
+    half = type(cal)(cal.epsilon, cal.delta, cal.sensitivity, cal.dim, cal.granularity, cal.w // 2)
+    assert gaussian_delta_at_distance(half, ell / ds.n_users, 10.0, 1.0) > 1e-9
 
 
 def test_gaussian_release(rng):
@@ -169,15 +184,21 @@ def _local_sampler(fn, rng):
     return sample
 
 
-@pytest.mark.parametrize("norm", ["l2", "l1", "linf"])
+def test_linf_is_refused():
+    pts = UserDataset.from_lists([[(0.1, 0.2), (0.3, 0.4)], [(0.5, 0.5)]])
+    with pytest.raises(ParameterError, match="l-infinity"):
+        priv_emd_linear(pts, 1.0, 2.0, f_points=lambda x: x, norm="linf")
+
+
+@pytest.mark.parametrize("norm", ["l2", "l1"])
 def test_audit_priv_emd_linear_local(norm, rng):
-    """f(x) = x on the square [-1, 1]^2 (Lipschitz 1 in l2 for the Euclidean metric; in l1 / linf, the
-    constant w.r.t. the same metric is sqrt(2) / 1): the claim alpha d_EM holds at the worst of all
-    distance moves, single-item moves and opposite corners; with l claimed at half, it is refuted."""
+    """f(x) = x on the square [-1, 1]^2 (Lipschitz 1 in l2 for the Euclidean metric; in l1 the constant
+    w.r.t. the same metric is sqrt(2)): the claim alpha d_EM holds at the worst of all distance moves,
+    single-item moves and opposite corners; with l claimed at half, it is refuted."""
     from userdp.audit import audit_search, point_neighbours
 
     alpha = 1.5
-    ell = {"l2": 1.0, "l1": math.sqrt(2), "linf": 1.0}[norm]
+    ell = {"l2": 1.0, "l1": math.sqrt(2)}[norm]
     pairs = point_neighbours(np.array([[0.0, 0.0], [0.5, -0.5], [-0.5, 0.25]]), 0.5, -1.0, 1.0)
 
     def mech(lip):
@@ -246,15 +267,17 @@ def test_audit_priv_emd_linear_gaussian(rng):
     assert not audit_search(mech(0.5), pairs, lambda d: (alpha * d, delta), n=30_000).passed
 
 
-def test_audit_linear_baseline_central(rng):
-    """The central user-level baseline (replace one user, equal sizes): (eps, 0) when a user is replaced by
-    one at the far end of the range."""
+def test_audit_linear_baseline_central(rng, monkeypatch):
+    """The central user-level baseline (replace one user, equal sizes, f(x) = x with f_bound = 1): (eps, 0)
+    at the worst pairs -- a user with every item at +1 replaced by one with every item at -1, the largest
+    change of the mean (2 / n) -- and, with the library's sensitivity halved (broken variant), refuted."""
+    import userdp.dem.linear as L
     from userdp.audit import NeighbourPair, audit_search
 
     eps = 1.0
-    base = [[(0.2,), (0.4,)], [(0.9,), (0.1,)], [(0.5,), (0.5,)]]
-    pairs = [
-        NeighbourPair(f"replace user {u}", base, base[:u] + [[(-1.0,), (-1.0,)]] + base[u + 1 :]) for u in range(3)
+    base = [[(1.0,), (1.0,)], [(0.9,), (0.1,)], [(0.5,), (0.5,)]]
+    pairs = [NeighbourPair("+1 user replaced by -1 user", base, [[(-1.0,), (-1.0,)]] + base[1:])] + [
+        NeighbourPair(f"replace user {u}", base, base[:u] + [[(-1.0,), (-1.0,)]] + base[u + 1 :]) for u in (1, 2)
     ]
 
     def sample(users, k):
@@ -267,3 +290,6 @@ def test_audit_linear_baseline_central(rng):
         )
 
     assert audit_search(sample, pairs, lambda d: (eps, 0.0), n=5_000, n_pilot=500).passed
+    real = L.calibrate_knorm
+    monkeypatch.setattr(L, "calibrate_knorm", lambda sens, e, norm, dim: real(sens / 2, e, norm, dim))
+    assert not audit_search(sample, pairs, lambda d: (eps, 0.0), n=5_000, n_pilot=500).passed

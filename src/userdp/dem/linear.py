@@ -7,6 +7,14 @@ datasets of *any* sizes, so adding K-norm noise of scale ``l w`` with ``w = 1/al
 ``(alpha, 0)``-unbounded local d_EM-DP, and on the global dataset of ``n`` users with equal public
 sizes, ``w = 1/(alpha n)`` is ``(alpha, 0)``-bounded central d_EM-DP (one user's ``m`` items are a
 ``1/n`` fraction of ``K_G``, so ``d_EM(K~_G, K~'_G) <= d_EM(K~_i, K~'_i)/n``).
+
+The guarantee is per distance: two datasets at ``d_EM = d`` are ``alpha d``-indistinguishable for *every*
+``d``, however small. The paper's continuous noise cannot be sampled exactly; userdp releases on a lattice
+with randomized rounding and exact lattice K-norm noise (:func:`userdp.noise.knorm_release`), whose loss is
+proportional to the distance (a nearest-point rounding would add a constant to it). The Gaussian variant
+rounds to a lattice ``2^54`` times finer than ``sigma`` and accounts for the discrete Gaussian by zCDP, with
+``delta(d) <= delta`` checked at every ``d`` (:func:`userdp.noise.calibrate_gaussian_metric`). The
+l-infinity K-norm is not offered (no exact lattice sampler keeps its loss proportional).
 """
 
 from __future__ import annotations
@@ -20,12 +28,12 @@ from ..engines import Engine, get_engine
 from ..errors import DataError, ParameterError
 from ..metrics.spaces import FiniteSpace
 from ..noise import (
+    GaussianCalibration,
     RngLike,
     add_gaussian,
-    calibrate_gaussian,
+    calibrate_gaussian_metric,
     calibrate_knorm,
-    gaussian_delta,
-    knorm_mechanism,
+    knorm_release,
 )
 from ..privacy.guarantees import EMDMetricDP, Model, Neighbours, PureDP
 from ..release import ErrorStatement, Release
@@ -38,7 +46,8 @@ __all__ = [
     "gaussian_delta_at_distance",
 ]
 
-_ORD = {"l1": 1, "l2": 2, "linf": np.inf}
+_ORD = {"l1": 1, "l2": 2, "linf": np.inf}  # norms for measuring Lipschitz constants
+_RELEASE_NORMS = ("l1", "l2")  # norms PrivEMDLinear releases with
 
 
 def lipschitz_constant(f_values: np.ndarray, space: FiniteSpace, norm: str = "l2", chunk: int = 256) -> float:
@@ -81,10 +90,10 @@ def embedding_lipschitz(F: np.ndarray) -> float:
     return float(np.linalg.norm(np.asarray(F, dtype=np.float64), ord=2))
 
 
-def gaussian_delta_at_distance(sigma: float, lipschitz: float, alpha: float, d: float) -> float:
-    """delta needed by the Gaussian variant at ``d_EM = d``: the Gaussian mechanism with noise ``sigma`` and
-    sensitivity ``l d`` at privacy level ``alpha d`` (Balle & Wang's exact formula)."""
-    return gaussian_delta(sigma, lipschitz * d, alpha * d)
+def gaussian_delta_at_distance(cal: GaussianCalibration, lipschitz: float, alpha: float, d: float) -> float:
+    """delta of the Gaussian variant at ``d_EM = d``: the lattice Gaussian's zCDP bound for two inputs at
+    distance ``lipschitz d`` (plus the lattice rounding) at privacy level ``alpha d``."""
+    return cal.delta_at(lipschitz * d, alpha * d)
 
 
 def _query_values(ds: UserDataset, f_values: np.ndarray | None, f_points) -> np.ndarray:
@@ -133,12 +142,13 @@ def priv_emd_linear(
         ``"central"``: ``q_f(K~_G)`` plus noise of scale ``1/(alpha n)`` ((alpha, 0)-bounded central d_EM-DP;
         every user must hold the same number of items).
     norm:
-        ``"l2"`` (Gamma(d) radius, uniform direction), ``"l1"`` (Laplace per coordinate) or ``"linf"``
-        (Hardt-Talwar K-norm); ``l`` must be measured in the same norm.
+        ``"l2"`` (the lattice l2 K-norm: Gamma(d) radius, uniform direction) or ``"l1"`` (discrete Laplace
+        per coordinate); ``l`` must be measured in the same norm. (``"linf"`` is refused: see the module
+        docstring.)
     delta:
-        If given, the Gaussian variant: ``(alpha, delta)`` with sigma from the analytic Gaussian mechanism at
-        ``d_EM = 1`` (sensitivity ``l`` resp. ``l/n``, epsilon ``alpha``); the delta needed at a distance
-        ``d < 1`` is smaller (:func:`gaussian_delta_at_distance`, checked in the tests). Needs ``norm="l2"``.
+        If given, the Gaussian variant: ``(alpha d, delta)`` at every ``d_EM = d`` (the realized per-distance
+        delta is in ``guarantee.curve``), with the lattice Gaussian calibrated for sensitivity ``l`` (``l/n``
+        central) at ``d_EM = 1`` and checked at every smaller distance. Needs ``norm="l2"``.
     """
     ds.require_items()
     mdl = Model(model)
@@ -148,8 +158,13 @@ def priv_emd_linear(
     ell = float(lipschitz)
     if not (math.isfinite(ell) and ell > 0):
         raise ParameterError(f"the Lipschitz bound must be positive and finite, got {lipschitz!r}")
-    if norm not in _ORD:
-        raise ParameterError(f"norm must be 'l1', 'l2' or 'linf', got {norm!r}")
+    if norm == "linf":
+        raise ParameterError(
+            "norm 'linf' is not offered: no exact lattice sampler keeps the l-infinity K-norm's loss proportional "
+            "to the distance; use norm='l2' (an l-infinity Lipschitz bound l gives l * sqrt(dim) in l2) or 'l1'"
+        )
+    if norm not in _RELEASE_NORMS:
+        raise ParameterError(f"norm must be 'l1' or 'l2', got {norm!r}")
     if delta is not None and norm != "l2":
         raise ParameterError("the Gaussian variant uses the l2 norm")
     vals = _query_values(ds, f_values, f_points)
@@ -164,19 +179,24 @@ def priv_emd_linear(
         target = per_user
     params = {"alpha": a, "lipschitz": ell, "norm": norm, "model": mdl.value, "n": n, "dim": d}
     if delta is None:
-        noisy = knorm_mechanism(target, sens, a, norm, rng)
         cal = calibrate_knorm(sens, a, norm, d)
+        noisy = knorm_release(target, cal, rng)
         guarantee = EMDMetricDP(a, 0.0, mdl, bounded=mdl is Model.CENTRAL, metric="")
         noise_scale = cal.scale
-        expected = noise_scale * d if norm != "linf" else noise_scale * d
+        expected = cal.expected_norm()
         desc = f"K-norm noise ({norm}) of scale {noise_scale:.4g}: E||noise||_{norm[1:]} = {expected:.4g}"
+        params["alpha_realized"] = cal.epsilon_realized
     else:
-        cal = calibrate_gaussian(sens, a, delta, dim=target.size)
-        noisy = add_gaussian(target, cal, rng)
-        guarantee = EMDMetricDP(a, float(delta), mdl, bounded=mdl is Model.CENTRAL, metric="")
-        noise_scale = cal.sigma
-        expected = cal.sigma * math.sqrt(d)
-        desc = f"Gaussian noise sigma = {cal.sigma:.4g} per coordinate (E||noise||_2 ~ {expected:.4g})"
+        gcal = calibrate_gaussian_metric(sens, a, delta, dim=d)
+        noisy = add_gaussian(target, gcal, rng)
+
+        def curve(dist: float, gcal=gcal, sens=sens, a=a) -> tuple[float, float]:
+            return a * dist, min(float(delta), gcal.delta_at(sens * dist, a * dist))
+
+        guarantee = EMDMetricDP(a, float(delta), mdl, bounded=mdl is Model.CENTRAL, metric="", curve=curve)
+        noise_scale = gcal.sigma
+        expected = gcal.sigma * math.sqrt(d)
+        desc = f"Gaussian noise sigma = {gcal.sigma:.4g} per coordinate (E||noise||_2 ~ {expected:.4g})"
         params["delta"] = float(delta)
     params["noise_scale"] = noise_scale
     if mdl is Model.LOCAL:
@@ -228,13 +248,15 @@ def linear_baseline(
     if mdl is Model.CENTRAL:
         ds.require_equal_sizes()
         sens = 2 * f_bound / n
-        noisy = knorm_mechanism(per_user.mean(axis=0), sens, eps, "l2", rng)
+        cal = calibrate_knorm(sens, eps, "l2", d)
+        noisy = knorm_release(per_user.mean(axis=0), cal, rng)
         value, extras, nb = noisy, {}, Neighbours.REPLACE_USER
     else:
         sens = 2 * f_bound
-        noisy = knorm_mechanism(per_user, sens, eps, "l2", rng)
+        cal = calibrate_knorm(sens, eps, "l2", d)
+        noisy = knorm_release(per_user, cal, rng)
         value, extras, nb = noisy.mean(axis=0), {"per_user": noisy}, Neighbours.ANY_TWO_INPUTS
-    scale = calibrate_knorm(sens, eps, "l2", d).scale
+    scale = cal.scale
     expected = scale * d / (math.sqrt(n) if mdl is Model.LOCAL else 1)
     return Release(
         value,

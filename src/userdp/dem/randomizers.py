@@ -5,11 +5,11 @@ Each randomizer states its guarantee (:class:`userdp.privacy.ItemMetricDP`, Defi
 
 Finite randomizers sample from **integer weight tables**, so their privacy loss is a property of a
 table of integers that the code computes exactly (``realized_alpha0``) and the tests check; the
-requested ``alpha_0`` is never exceeded. Continuous randomizers (planar Laplace, K-norm on embeddings)
-draw K-norm noise and snap it to a lattice of spacing ``2^-40`` of the space's diameter before adding
-it to the lattice-rounded input (floating-point safety, see :mod:`userdp.noise`); the rounding adds at
-most ``alpha_0 2^-40 sqrt(dim)`` to the log-ratio of any two inputs, which the guarantee's description
-states.
+requested ``alpha_0`` is never exceeded. Randomizers on points (planar Laplace, K-norm on embeddings)
+release ``g (randomized_round(x / g) + Z)`` with ``Z`` exact lattice K-norm noise
+(:func:`userdp.noise.knorm_release`): every lattice point is a possible output from every input, and the
+log-ratio for two points at distance ``d`` is at most ``alpha_0 d`` at every distance (the realized
+``alpha_0``, slightly below the requested one, is what the guarantee states).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from numba import njit
 
 from ..errors import DataError, ParameterError
 from ..metrics.spaces import ClusteredMetric, EuclideanMetric, FiniteSpace
-from ..noise import RngLike, knorm_noise, resolve_rng, sample_cumulative
+from ..noise import RngLike, calibrate_knorm, knorm_release, resolve_rng, sample_cumulative
 from ..privacy.guarantees import ItemMetricDP
 
 __all__ = ["ItemRandomizer", "GKRR", "ExponentialRandomizer", "PlanarLaplace", "KNormRandomizer"]
@@ -173,8 +173,10 @@ class GKRR(ItemRandomizer):
         if v.shape != (s * t,):
             raise DataError(f"expected a histogram of length {s * t}")
         ps, pi, po = self.probabilities()
-        a, b, c = ps - pi, pi - po, po
         total = v.sum()
+        if t == 1:  # plain k-RR: A = (p_same - p_out) I + p_out J, no within-cluster term
+            return (v - po * total) / (ps - po)
+        a, b, c = ps - pi, pi - po, po
         Sv = v.reshape(s, t).sum(axis=1)
         SH = (Sv - c * t * total) / (a + b * t)
         H = (v.reshape(s, t) - b * SH[:, None] - c * total) / a
@@ -249,36 +251,38 @@ class ExponentialRandomizer(ItemRandomizer):
 # --------------------------------------------------------------------------------------------
 
 
-def _snap_add(x: np.ndarray, noise: np.ndarray, g: float) -> np.ndarray:
-    return (np.rint(x / g) + np.rint(noise / g)) * g
-
-
 class KNormRandomizer(ItemRandomizer):
     """Metric DP for vectors (e.g. word embeddings) under the Euclidean metric normalized by the public
-    ``diameter``: ``x + Z`` with ``Z`` of density ``∝ exp(-alpha_0 ||z||_2 / diameter)`` (l2 K-norm:
-    ``Gamma(dim, diameter/alpha_0)`` radius, uniform direction), snapped to a ``diameter 2^-40`` lattice."""
+    ``diameter``: the l2 K-norm mechanism of scale ``diameter / alpha_0`` (density ``∝ exp(-alpha_0 |z| /
+    diameter)``, Gamma(dim) radius) on a lattice (:class:`userdp.noise.L2LatticeLaw`; one dimension:
+    discrete Laplace), with randomized rounding of the input (:func:`userdp.noise.knorm_release`)."""
 
     def __init__(self, space: EuclideanMetric, alpha0: float):
         if not isinstance(space, EuclideanMetric):
             raise ParameterError("KNormRandomizer needs a EuclideanMetric")
         self.space, self.alpha0 = space, _check_alpha0(alpha0)
-        self.granularity = space.scale * 2.0**-40
+        self.calibration = calibrate_knorm(space.scale, self.alpha0, "l2", space.dim)
+
+    @property
+    def realized_alpha0(self) -> float:
+        """The proven item-level parameter (at most ``alpha0``; within 0.2% of it)."""
+        return self.calibration.epsilon_realized
 
     @property
     def guarantee(self) -> ItemMetricDP:
-        return ItemMetricDP(self.alpha0, 0.0, metric=f"{self.space!r} (+ lattice term <= alpha_0 2^-40 sqrt(dim))")
+        return ItemMetricDP(self.realized_alpha0, 0.0, metric=repr(self.space))
 
     def randomize(self, items: np.ndarray, rng: RngLike = None) -> np.ndarray:
         x = self.space.check_points(items)
-        z = knorm_noise(self.space.dim, self.space.scale / self.alpha0, "l2", x.shape[0], rng)
-        return _snap_add(x, z, self.granularity)
+        return knorm_release(x, self.calibration, rng)
 
 
 class PlanarLaplace(KNormRandomizer):
     """Geo-indistinguishability (Andres et al., CCS 2013): the planar Laplace mechanism on 2-D points (for
     locations: a public local projection in km, see :meth:`from_latlon`), optionally remapped to the
     nearest of a public set of points (grid cell centres or venues) -- post-processing, so the guarantee
-    is unchanged. Radius ``Gamma(2, diameter/alpha_0)``, uniform angle."""
+    is unchanged. Radius ``Gamma(2, diameter/alpha_0)``, uniform angle, on the lattice of
+    :class:`KNormRandomizer`."""
 
     def __init__(self, space: EuclideanMetric, alpha0: float, remap_to: np.ndarray | None = None):
         if space.dim != 2:
