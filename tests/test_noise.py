@@ -27,9 +27,9 @@ from userdp.noise import (
     gaussian_mechanism,
     gaussian_noise,
     knorm_mechanism,
-    lattice_knorm_noise,
     laplace_mechanism,
     laplace_noise,
+    lattice_knorm_noise,
     permute_and_flip,
     resolve_rng,
     sample_cumulative,
@@ -352,3 +352,30 @@ def test_audit_lattice_mechanisms(rng):
     ]
     for sample, claim in cases:
         assert audit_search(sample, pairs, lambda d, c=claim: c, n=n, n_pilot=2000).passed
+
+
+def test_exponential_mechanism_work_does_not_depend_on_scores(monkeypatch):
+    """The exponential mechanism inverts its CDF: m interval exponentials and 4 words (a 256-bit uniform)
+    whatever the scores -- the old rejection sampler's proposal count grew with the score gaps, a timing
+    side channel. Extreme gaps (exp(-10^6)) are handled exactly (the best candidate wins)."""
+    import userdp.noise as noise_module
+
+    calls = []
+    real = noise_module._exp_interval
+    monkeypatch.setattr(noise_module, "_exp_interval", lambda *a: calls.append(1) or real(*a))
+
+    class Counting(RandomSource):
+        used = 0
+
+        def words(self, n):
+            Counting.used += int(n)
+            return super().words(n)
+
+    for scores in ([0.0, 0.0, 0.0, 0.0], [0.0, 5.0, 10.0, 40.0], [0.0, 1e6, 0.0, 0.0]):
+        calls.clear()
+        Counting.used = 0
+        src = Counting(3)
+        picks = [exponential_mechanism(scores, 1.0, 2.0, src) for _ in range(50)]
+        assert len(calls) == 50 * 4 and Counting.used == 50 * 4
+        if scores[1] == 1e6:
+            assert set(picks) == {1}

@@ -245,7 +245,7 @@ def test_deterministic_rounding_is_refuted_at_small_distances():
     small the distance, so the metric guarantee fails by orders of magnitude."""
     pts, p = l2_law_table(SMALL_2D, 14)
     table = {tuple(q): v for q, v in zip(pts, p, strict=True)}
-    x, xp = np.array([0.499999, 0.0]), np.array([0.500001, 0.0])
+    # x = (0.499999, 0) rounds to (0, 0) and x' = (0.500001, 0) to (1, 0)
     P = {k: v for k, v in table.items() if max(map(abs, k)) <= 10}
     Q = {tuple(np.add(k, (1, 0))): v for k, v in P.items()}  # round(xp) = round(x) + e_1
     Q = {k: v for k, v in Q.items() if max(map(abs, k)) <= 10}
@@ -470,7 +470,10 @@ def test_gaussian_broken_accounting_is_caught(monkeypatch):
     (the previous calibration) under-reports the exact discrete delta at one lattice step."""
     monkeypatch.setattr(N, "_GAUSS_BITS", 3)
     cal = calibrate_gaussian(1.0, 1.0, 1e-3, dim=1)
-    monkeypatch.setattr(N, "zcdp_delta", lambda rho, eps: N.gaussian_delta(cal.sigma, math.sqrt(2 * rho) * cal.sigma, eps))
+    def continuous(rho, eps):
+        return N.gaussian_delta(cal.sigma, math.sqrt(2 * rho) * cal.sigma, eps)
+
+    monkeypatch.setattr(N, "zcdp_delta", continuous)
     assert _lattice_gaussian_delta(cal.w, 1, 1e-9) > cal.delta_at(0.0, 1e-9)
 
 

@@ -152,3 +152,26 @@ def test_statistical_audit_knorm_and_planar_laplace(cls, rng):
 
     assert audit_search(sampler(cls(space, 1.0)), pairs, claim, n=30_000).passed
     assert not audit_search(sampler(cls(space, 2.0)), pairs, claim, n=30_000).passed
+
+
+def test_gkrr_krr_unbiased_estimate():
+    """Plain k-RR (clusters of size 1): the closed-form inverse divided by a = p_same - p_in = 0 before
+    (NaN/inf); it must equal v A^{-1}."""
+    space = ClusteredMetric(6, 1, 0.5)
+    g = GKRR(space, 1.2)
+    A = g.transition_matrix()
+    v = np.random.default_rng(2).dirichlet(np.ones(6))
+    est = g.unbiased_estimate(v @ A)
+    assert np.all(np.isfinite(est))
+    assert np.allclose(est, v, atol=1e-12)
+    assert np.allclose(g.unbiased_estimate(v), v @ np.linalg.inv(A), atol=1e-10)
+
+
+def test_point_randomizers_state_their_realized_alpha0():
+    """The lattice K-norm randomizers claim the proven alpha_0 (within 0.2% below the request), with no
+    additive lattice term left out of the guarantee."""
+    for cls, dim in [(KNormRandomizer, 5), (PlanarLaplace, 2), (KNormRandomizer, 1)]:
+        r = cls(EuclideanMetric(dim, 4.0), 2.0)
+        assert 2.0 * (1 - 2e-3) < r.guarantee.alpha <= 2.0
+        assert r.guarantee.alpha == r.realized_alpha0
+        assert "lattice term" not in r.guarantee.metric
