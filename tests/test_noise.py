@@ -334,24 +334,41 @@ def test_audit_selection_mechanisms(select, rng):
     assert not audit_search(sampler(2 * eps), pairs, lambda d: (eps, 0.0), n=15_000, n_pilot=1500).passed
 
 
-def test_audit_lattice_mechanisms(rng):
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian", "knorm_l1", "knorm_l2"])
+def test_audit_lattice_mechanisms(mechanism, rng, monkeypatch):
     """laplace_mechanism, gaussian_mechanism and knorm_mechanism as releases of a 2-vector with the stated
-    sensitivity: every pair at that sensitivity passes its claim."""
+    sensitivity: every pair at that sensitivity passes its claim; with the library's calibration given half
+    the sensitivity (broken variant), the worst pair refutes it."""
+    import userdp.noise as noise_module
     from userdp.audit import NeighbourPair, audit_search
-    from userdp.noise import knorm_mechanism
 
     pairs = [
         NeighbourPair("l1 move on one coordinate", np.zeros(2), np.array([1.0, 0.0])),
         NeighbourPair("l1 move split", np.zeros(2), np.array([0.5, -0.5])),
     ]
     eps, delta, n = 1.0, 1e-3, 20_000
-    cases = [
-        (lambda x, k: laplace_mechanism(np.tile(x, (k, 1)).ravel(), 1.0, eps, rng).reshape(k, 2), (eps, 0.0)),
-        (lambda x, k: gaussian_mechanism(np.tile(x, (k, 1)).ravel(), 1.0, eps, delta, rng).reshape(k, 2), (eps, delta)),
-        (lambda x, k: knorm_mechanism(np.tile(x, (k, 1)), 1.0, eps, "l1", rng), (eps, 0.0)),
-    ]
-    for sample, claim in cases:
-        assert audit_search(sample, pairs, lambda d, c=claim: c, n=n, n_pilot=2000).passed
+
+    def knorm(norm):
+        return lambda x, k: knorm_mechanism(np.tile(x, (k, 1)), 1.0, eps, norm, rng)
+
+    sample, claim, calibration = {
+        "laplace": (
+            lambda x, k: laplace_mechanism(np.tile(x, (k, 1)).ravel(), 1.0, eps, rng).reshape(k, 2),
+            (eps, 0.0),
+            "calibrate_laplace",
+        ),
+        "gaussian": (
+            lambda x, k: gaussian_mechanism(np.tile(x, (k, 1)).ravel(), 1.0, eps, delta, rng).reshape(k, 2),
+            (eps, delta),
+            "calibrate_gaussian",
+        ),
+        "knorm_l1": (knorm("l1"), (eps, 0.0), "calibrate_knorm"),
+        "knorm_l2": (knorm("l2"), (eps, 0.0), "calibrate_knorm"),
+    }[mechanism]
+    assert audit_search(sample, pairs, lambda d: claim, n=n, n_pilot=2000).passed
+    real = getattr(noise_module, calibration)
+    monkeypatch.setattr(noise_module, calibration, lambda sens, *a, **k: real(sens / 2, *a, **k))
+    assert not audit_search(sample, pairs, lambda d: claim, n=n, n_pilot=2000).passed
 
 
 def test_exponential_mechanism_work_does_not_depend_on_scores(monkeypatch):
