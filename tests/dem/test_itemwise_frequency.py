@@ -427,17 +427,18 @@ def test_exact_audit_bounded_emd_reduction(monkeypatch, rng):
 
 
 def test_exact_audit_bounded_emd_reduction_group_privacy(monkeypatch, rng):
-    """With r = 0.25 the same audit catches only an epsilon stated 4x too small, and no exact check can do
-    better here: at d_EM = d the discrete guarantee is ceil(d / r) steps of group privacy (Fact 5.1), so at
-    d_EM = 1 the claim is 4 epsilon while the true loss is epsilon; pairs at d_EM <= r have true loss far
-    below epsilon (a third of the samples move, by 0.3). A 3x under-report still meets the claim at every pair.
+    """With r = 0.25 the same audit catches an epsilon stated 4x too small, and a 3x under-statement passes.
 
-    Why Theorem 5.3 itself cannot be audited tightly at this size: its Lemma 5.2 term matters only when
-    c < 1, which for s samples of an exactly enumerable dataset (s <= 10) needs delta >= 0.3 (s = 10,
-    r = 0.25: c = 0.96). The claim's delta is then 0.3, and an epsilon stated 32x too small still meets it
-    (largest divergence 0.0085): the earlier "caught only at 32x" was this slack, and the (epsilon, 2 delta)
-    the reduction then stated (now the realized (alpha c, delta_in + delta) when c < 1, and (alpha, delta_in)
-    when c >= 1) -- it made 16x pass."""
+    Why no exact check is tighter here. (1) Group privacy: at d_EM = d the discrete guarantee is
+    ceil(d / r) steps of epsilon (Fact 5.1), so at d_EM = 1 it claims 4 epsilon where the true loss is
+    epsilon, and pairs at d_EM <= r have true loss far below epsilon (a third of the samples move, by 0.3).
+    (2) Theorem 5.3's own slack: Lemma 5.2's distance c matters only when c < 1, which for an exactly
+    enumerable projection (s <= 10 samples of datasets of 1-3 items) needs delta >= 0.3 (s = 10, r = 0.25:
+    c = 0.96). The claim then carries delta = 0.3, and an epsilon stated 32x too small still meets it
+    (largest divergence 0.0085). That slack, with the (epsilon, 2 delta) the reduction used to state
+    whatever the inner mechanism realized, is why the former test caught only an inner alpha 32x too large
+    (16x passed). The reduction now states the realized (alpha c, delta_in + delta) -- here c >= 1, so the
+    inner (alpha, 0) -- which is what makes the r = 1 audit above tight."""
     assert _audit_reduction(0.25, 1.0, monkeypatch, rng)
     assert _audit_reduction(0.25, 3.0, monkeypatch, rng)
     assert not _audit_reduction(0.25, 4.0, monkeypatch, rng)

@@ -840,8 +840,9 @@ def numerical_guarantee_for_target(
 
     ``delta' = delta e^{m eps(1)}`` and ``eps(1) <= alpha_0`` (the changed pair alone is ``alpha_0``-DP), so
     ``delta_1 = delta_prime e^{-m alpha_0}`` always meets it; ``delta_2 = delta_prime e^{-m eps_1(1)}`` (with
-    ``eps_1`` computed at ``delta_1``) does too, because ``eps(1)`` only shrinks as delta grows, and gives a
-    smaller alpha. Two bounds are computed; the one returned is checked against the target exactly.
+    ``eps_1`` computed at ``delta_1``) does too in exact arithmetic, because ``eps(1)`` only shrinks as delta
+    grows, and gives a smaller alpha. Two bounds are computed (each rounded up to the bound's resolution, so
+    neither is trusted blindly): the best whose ``delta'`` is at most the target, exactly, is returned.
     Returns ``None`` if neither meets it (or the target is 0).
     """
     M, mdl = _shuffled(m, n, model)
