@@ -32,14 +32,97 @@ def _run(capsys, argv):
 
 
 def test_freq_json(files, capsys):
+    """--samples with --delta: the discrete guarantee delivered is the one asked for, (alpha r, delta, r), and
+    the route of the inner release is the one the accountant must choose for the inner target."""
+    from userdp.privacy.accounting import calibrate, reduction_alpha
+
     base = ["--alpha", "20", "--delta", "1e-6", "--json", "--seed", "1"]
     data, domain = files / "data.csv", files / "domain.csv"
     out = _run(capsys, cli_argv.clustered("freq", data, domain, *base, "--samples", "20"))
-    assert {"mechanism", "guarantee", "estimate"} <= set(out)
+    assert {"mechanism", "guarantee", "estimate", "requested", "delivered"} <= set(out)
     assert "discrete" in out["guarantee"] and len(out["estimate"]) == 12
     assert sum(out["estimate"].values()) == pytest.approx(1.0)
     out2 = _run(capsys, cli_argv.clustered("itemwise", data, domain, *base, "--samples", "20", "--model", "central"))
-    assert out2["route"] == "theorem 4.4" or out2["route"] == "composition"
+    # 20 samples: Lemma 5.2's distance exceeds 1, so the inner release gets alpha r = 1 and all of delta
+    inner_alpha = reduction_alpha(20 * 0.05, 0.05, 20, 5e-7)
+    assert inner_alpha == 1.0 and out2["inner_alpha"] == 1.0 and out2["inner_delta"] == 1e-6
+    assert calibrate(1.0, 1e-6, 20, n=200).route == "theorem 4.4"
+    assert out2["route"] == "theorem 4.4"
+    d = out2["delivered"]
+    assert d["kind"] == "DiscreteEMDDP" and d["r"] == 0.05 and d["epsilon"] <= 1.0 and 0 < d["delta"] <= 1e-6
+
+
+def test_samples_need_delta(files, capsys):
+    """BoundedEMDReduction needs delta > 0: --samples without --delta is refused (it used to compute with
+    1e-300 and print "(416.9, 0, r=0.05)" for freq/itemwise and e^521 for linear)."""
+    data, domain = files / "data.csv", files / "domain.csv"
+    for cmd in ("freq", "itemwise"):
+        assert main(cli_argv.clustered(cmd, data, domain, "--alpha", "20", "--samples", "100")) == 2
+        assert "--delta" in capsys.readouterr().err
+    assert main(cli_argv.greatcircle(data, "--model", "central", "--samples", "100", "--alpha", "25")) == 2
+    assert "--delta" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["freq", "itemwise", "linear"])
+def test_samples_deliver_what_was_asked(files, capsys, command):
+    """--alpha A --delta D --samples S asks for A-d_EM-DP at resolution r: (A r, D, r)-discrete d_EM-DP. The
+    delivered guarantee meets it, and its delta is the delta used (the projection's D/2 plus the inner
+    release's delta', not 0)."""
+    data, domain = files / "data.csv", files / "domain.csv"
+    flags = ["--delta", "1e-6", "--samples", "100", "--json", "--seed", "3"]
+    if command == "linear":
+        argv = cli_argv.greatcircle(data, "--alpha", "25", "--model", "central", *flags)
+        alpha = 25.0
+    else:
+        argv = cli_argv.clustered(command, data, domain, "--alpha", "20", *flags)
+        alpha = 20.0
+    out = _run(capsys, argv)
+    d, req = out["delivered"], out["requested"]
+    assert req == {"alpha": alpha, "delta": 1e-6, "r": 0.05, "epsilon": alpha * 0.05}
+    assert d["kind"] == "DiscreteEMDDP" and d["r"] == 0.05
+    assert d["epsilon"] <= alpha * 0.05 * (1 + 1e-9) and d["delta"] <= 1e-6
+    assert d["delta"] == pytest.approx(5e-7 + out["inner_delta_prime"], rel=1e-12)
+    assert "weaker" not in json.dumps(out)
+
+
+@pytest.mark.parametrize("command", ["freq", "itemwise"])
+def test_no_delta_means_pure(files, capsys, command):
+    """Without --delta the request is pure: the bounded central release uses composition (delta' = 0), not an
+    amplified route at a delta' the user never asked for."""
+    tmp = files / "equal.csv"
+    rows = ["user,item"] + [f"u{u},{'ABC'[(u + j) % 3]}{j % 4}" for u in range(300) for j in range(20)]
+    tmp.write_text("\n".join(rows) + "\n")
+    out = _run(capsys, cli_argv.clustered(command, tmp, files / "domain.csv", "--alpha", "4", "--model", "central",
+                                          "--json", "--seed", "1"))  # fmt: skip
+    assert out["route"] == "composition" and out["delivered"]["delta"] == 0.0 and out["delivered"]["alpha"] <= 4.0
+    out = _run(capsys, cli_argv.clustered(command, tmp, files / "domain.csv", "--alpha", "4", "--model", "central",
+                                          "--delta", "1e-6", "--json", "--seed", "1"))  # fmt: skip
+    assert out["route"] == "theorem 4.4" and 0 < out["delivered"]["delta"] <= 1e-6
+
+
+def test_weaker_release_needs_opt_in(files, capsys, monkeypatch):
+    """A release whose realized guarantee is weaker than the request is refused (exit 2, nothing printed,
+    message naming --alpha and --allow-weaker); with --allow-weaker it is released and reports the weaker
+    guarantee and both sides."""
+    import dataclasses
+
+    import userdp.dem as dem
+
+    real = dem.priv_emd_linear
+
+    def weaker(*args, **kwargs):
+        rel = real(*args, **kwargs)
+        g = rel.guarantee
+        return dataclasses.replace(rel, guarantee=dataclasses.replace(g, alpha=1.5 * g.alpha))
+
+    monkeypatch.setattr(dem, "priv_emd_linear", weaker)
+    argv = cli_argv.greatcircle(files / "data.csv", "--alpha", "25", "--json", "--seed", "2")
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "--alpha" in err and "--allow-weaker" in err
+    res = _run(capsys, argv + ["--allow-weaker"])
+    assert res["delivered"]["alpha"] == pytest.approx(37.5) and res["requested"]["alpha"] == 25.0
+    assert "weaker than requested" in res["guarantee_warning"]
 
 
 def test_linear_json(files, capsys):

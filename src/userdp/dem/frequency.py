@@ -18,7 +18,7 @@ from ..histogram import user_histogram
 from ..metrics.emd import emd, emd_norm
 from ..metrics.spaces import ClusteredMetric
 from ..noise import RngLike, resolve_rng
-from ..privacy.accounting import calibrate
+from ..privacy.accounting import REQUEST_RTOL, calibrate
 from ..privacy.guarantees import ApproxDP, Model, Neighbours, PureDP
 from ..release import ErrorStatement, Release
 from .itemwise import priv_emd_itemwise
@@ -27,6 +27,8 @@ from .randomizers import GKRR
 __all__ = [
     "project_simplex",
     "freq_est_gkrr",
+    "hadamard_weights",
+    "hadamard_transition_matrix",
     "hadamard_response",
     "freq_est_hadamard",
     "freq_laplace_central",
@@ -63,14 +65,20 @@ def freq_est_gkrr(
     model: Model | str = Model.LOCAL,
     numerical: bool = False,
     rng: RngLike = None,
+    allow_weaker: bool = False,
 ) -> Release:
     """FreqEstLocal (Algorithm 4) with ``A = GKRR_{alpha_0}`` under ``(alpha, delta')``-bounded d_EM-DP.
 
     ``alpha_0`` is the accountant's best calibration for the target (Theorem 4.4, Eq. (6)/(7) or
-    composition; the numerical bound too if ``numerical``). Local: every user releases their randomized
-    multiset; central (Corollary 6.8): one shuffle of all ``m n`` items. The estimate is the unbiased
-    ``H = v A^{-1}`` (closed form) projected onto the simplex (post-processing); ``extras["unbiased"]`` is
-    ``H`` itself.
+    composition; the numerical bound too if ``numerical``); ``delta_prime = 0`` asks for a pure guarantee
+    (composition). Local: every user releases their randomized multiset; central (Corollary 6.8): one
+    shuffle of all ``m n`` items. The estimate is the unbiased ``H = v A^{-1}`` (closed form) projected onto
+    the simplex (post-processing); ``extras["unbiased"]`` is ``H`` itself.
+
+    The release's realized guarantee is compared with the request: an alpha above
+    ``alpha * (1 + REQUEST_RTOL)`` or a delta' above ``delta_prime`` is refused with a
+    :class:`~userdp.errors.ParameterError` -- unless ``allow_weaker``, and then the weaker guarantee is the
+    one reported (``params["weaker_than_requested"]``).
     """
     ds.require_public_domain()
     if ds.domain_size != space.size:
@@ -79,18 +87,24 @@ def freq_est_gkrr(
     m = ds.require_equal_sizes()
     n = ds.n_users
     cal = calibrate(alpha, delta_prime, m, n=n if mdl is Model.CENTRAL else None, numerical=numerical)
-    a0 = min(cal.alpha0, 40.0)
-    gk = GKRR(space, a0)
-    inner_delta = cal.best.delta if cal.best.delta else 1e-300
-    rel = priv_emd_itemwise(ds, gk, mdl, delta=inner_delta, numerical=cal.route == "numerical", rng=rng)
+    target = cal.delta_prime_target
+    gk = GKRR(space, min(cal.alpha0, 40.0))
+    rel = priv_emd_itemwise(ds, gk, mdl, target, cal.route == "numerical", rng, inner_delta=cal.best.delta or None)
     g = rel.guarantee
-    if g.alpha > alpha * (1 + 1e-9) or g.delta > delta_prime * (1 + 1e-9):
-        raise ParameterError(f"internal: the release's guarantee {g!r} misses the target")  # pragma: no cover
+    weaker = g.alpha > alpha * (1 + REQUEST_RTOL) or g.delta > target
+    if weaker and not allow_weaker:
+        raise ParameterError(
+            f"the release would be ({g.alpha:.6g}, {g.delta:.3g})-d_EM-DP, weaker than the requested alpha = "
+            f"{alpha:.6g}, delta' = {target:.3g}: lower alpha (or raise delta_prime), or pass allow_weaker=True "
+            "to release the weaker guarantee"
+        )
     v = rel.extras["histogram"]
     H = gk.unbiased_estimate(v)
     est = project_simplex(H)
     params = dict(rel.params)
-    params.update({"alpha": float(alpha), "delta_prime": float(delta_prime), "route": cal.route})
+    params.update(
+        {"alpha": float(alpha), "delta_prime": target, "route": rel.params["route"], "weaker_than_requested": weaker}
+    )
     return Release(
         est,
         g,
@@ -174,19 +188,37 @@ def _hr_kernel(words, rows, K, W1, W0, out):
     return pos
 
 
+def hadamard_weights(k: int, epsilon0: float) -> tuple[int, int, int]:
+    """The table of Hadamard response on items ``0..k-1`` at item level ``epsilon0``: ``(K, W1, W0)``.
+
+    ``K = 2^ceil(log2(k + 1))``; item ``x`` uses Hadamard row ``x + 1`` and its set
+    ``C_x = {y : popcount((x+1) & y) even}`` of size ``K/2``; outputs in ``C_x`` have weight ``W1``, the others
+    ``W0`` (integers, ``W1 / W0 <= e^epsilon0``): ``P(y | x) = W / ((W1 + W0) K/2)``.
+    """
+    K = 1 << max(1, math.ceil(math.log2(k + 1)))
+    W0 = 1 << 40
+    W1 = int(math.floor(math.exp(epsilon0) * W0 * (1 - 1e-12)))
+    return K, W1, W0
+
+
+def hadamard_transition_matrix(k: int, K: int, W1: int, W0: int) -> np.ndarray:
+    """The ``k x K`` matrix ``P[x, y]`` of Hadamard response with the weights of :func:`hadamard_weights`
+    (for exact audits and small ``k``)."""
+    x = np.arange(k)[:, None] + 1
+    y = np.arange(K)[None, :]
+    parity = np.vectorize(lambda v: bin(int(v)).count("1") % 2)(x & y)
+    return np.where(parity == 0, W1, W0) / ((W1 + W0) * (K // 2))
+
+
 def hadamard_response(
     codes: np.ndarray, k: int, epsilon0: float, rng: RngLike = None
 ) -> tuple[np.ndarray, int, int, int]:
     """Hadamard response (Acharya, Sun & Zhang 2019) on items ``0..k-1`` at item level ``epsilon0``-LDP.
 
-    ``K = 2^ceil(log2(k + 1))``; item ``x`` uses Hadamard row ``x + 1`` and its set
-    ``C_x = {y : popcount((x+1) & y) even}`` of size ``K/2``; the output is in ``C_x`` with probability
-    ``W1 / (W1 + W0)`` (integer weights, ``W1 / W0 <= e^epsilon0``), uniform inside. Returns
-    ``(outputs, K, W1, W0)``.
+    The table is :func:`hadamard_weights`: the output is in ``C_x`` with probability ``W1 / (W1 + W0)``,
+    uniform inside. Returns ``(outputs, K, W1, W0)``.
     """
-    K = 1 << max(1, math.ceil(math.log2(k + 1)))
-    W0 = 1 << 40
-    W1 = int(math.floor(math.exp(epsilon0) * W0 * (1 - 1e-12)))
+    K, W1, W0 = hadamard_weights(k, epsilon0)
     rows = np.ascontiguousarray(np.asarray(codes, dtype=np.int64) + 1)
     src = resolve_rng(rng)
     out = np.empty_like(rows)
@@ -228,14 +260,18 @@ def freq_est_hadamard(ds: UserDataset, epsilon: float, delta: float, rng: RngLik
     H = (q - 0.5) * 2 * (W1 + W0) / (W1 - W0)
     realized = math.log(W1 / W0)
     g = ApproxDP(epsilon, delta, Neighbours.ANY_TWO_INPUTS) if delta > 0 else PureDP(epsilon, Neighbours.ANY_TWO_INPUTS)
-    return Release(
-        project_simplex(H),
-        g,
-        "Hadamard response, user-level LDP (Lemma 6.4 baseline)",
-        {"epsilon": epsilon, "delta": delta, "epsilon0": realized, "m": m, "n": ds.n_users, "K": K},
-        None,
-        {"unbiased": H},
-    )
+    params = {
+        "epsilon": epsilon,
+        "delta": delta,
+        "epsilon0": realized,
+        "m": m,
+        "n": ds.n_users,
+        "K": K,
+        "W1": W1,
+        "W0": W0,
+    }
+    name = "Hadamard response, user-level LDP (Lemma 6.4 baseline)"
+    return Release(project_simplex(H), g, name, params, None, {"unbiased": H})
 
 
 def freq_laplace_central(ds: UserDataset, epsilon: float, rng: RngLike = None) -> Release:

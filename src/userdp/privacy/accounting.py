@@ -22,8 +22,18 @@ Imola, Roy Chowdhury & Chaudhuri (CCS 2024):
   solving for the inner ``delta`` and ``alpha_0`` together, over three routes: Theorem 4.4, the
   asymptotic Eq. (6)/(7) (certified by Theorem 4.4), and plain composition (``alpha_0 = alpha / m``,
   ``delta = 0``, always valid).
-* **Section 5** -- Theorem 5.3 (:func:`reduction_alpha`), Theorem 1.3 (:func:`min_samples`), and
-  Fact 5.1 through :meth:`userdp.privacy.DiscreteEMDDP.at_distance`.
+* **Targets** -- :func:`itemwise_bound` is the guarantee of PrivEMDItemWise for a given ``alpha_0`` and a
+  target ``delta'``: the smallest alpha among the routes whose ``delta'`` meets the target (Theorem 4.4
+  and the numerical bound with the largest inner delta that does, :func:`shuffle_guarantee_for_target`,
+  :func:`numerical_guarantee_for_target`), else composition ``(m alpha_0, 0)``.
+* **Section 5** -- Theorem 5.3 (:func:`reduction_alpha`, read forwards from a realized inner guarantee by
+  :func:`reduction_guarantee_of`), Theorem 1.3 (:func:`min_samples`), and Fact 5.1 through
+  :meth:`userdp.privacy.DiscreteEMDDP.at_distance`.
+
+Claims are never rounded in their favour: a route meets a target ``(alpha, delta')`` only if its alpha and
+delta' are at most the target *exactly*. :data:`REQUEST_RTOL` is the one documented tolerance, used by the
+releases to compare a realized alpha or epsilon with the one requested (floating-point rounding of
+products such as ``m (alpha / m)``); deltas get none.
 
 A note on the paper. Theorem 4.4's ``delta'`` can be many orders of magnitude larger than the ``delta``
 inside ``h`` (the paper's central example leaves ``delta'`` unstated; it is about ``1e-5`` for
@@ -42,6 +52,9 @@ from ..errors import ParameterError
 from .guarantees import DiscreteEMDDP, EMDMetricDP, Model
 
 __all__ = [
+    "REQUEST_RTOL",
+    "ItemwiseBound",
+    "itemwise_bound",
     "numerical_shuffle_guarantee",
     "NumericalShuffleBound",
     "validity_limit",
@@ -50,15 +63,26 @@ __all__ = [
     "theorem_4_3",
     "ShuffleBound",
     "shuffle_guarantee",
+    "shuffle_guarantee_for_target",
+    "numerical_guarantee_for_target",
+    "composition_alpha",
     "asymptotic_alpha0",
     "RouteResult",
     "Calibration",
     "calibrate",
     "reduction_alpha",
+    "reduction_distance",
+    "reduction_epsilon",
     "reduction_guarantee",
+    "reduction_guarantee_of",
     "min_samples",
 ]
 
+
+REQUEST_RTOL = 1e-9
+"""Relative tolerance when a release compares a realized alpha (or epsilon) with the requested one: above
+``requested * (1 + REQUEST_RTOL)`` the release is refused (or, on explicit opt-in, reported as weaker). A
+realized delta may never exceed the requested delta."""
 
 # --------------------------------------------------------------------------------------------
 # Validation helpers
@@ -70,6 +94,18 @@ def _check_delta(delta: float, name: str = "delta") -> float:
     if not 0 < d < 1:
         raise ParameterError(f"{name} must lie in (0, 1), got {delta!r}")
     return d
+
+
+def _check_delta_target(delta_prime: float, name: str = "delta'") -> float:
+    d = float(delta_prime)
+    if not 0 <= d < 1:
+        raise ParameterError(f"{name} (the target delta of the guarantee) must lie in [0, 1), got {delta_prime!r}")
+    return d
+
+
+def _delta_prime(delta: float, h1: float) -> float:
+    """``delta e^{h(M; m, m)}`` capped at 1: Theorem 4.4's delta' (the one formula every route reports)."""
+    return min(delta * math.exp(min(h1, 700.0)), 1.0)
 
 
 def _check_m(m: int, name: str = "m") -> int:
@@ -248,8 +284,37 @@ def shuffle_guarantee(
         mdl,
         M,
         a,
-        min(delta * math.exp(min(h1, 700.0)), 1.0),
+        _delta_prime(delta, h1),
     )
+
+
+def composition_alpha(alpha0: float, m: int) -> float:
+    """Plain composition (group privacy over the ``m`` items of a user): PrivEMDItemWise with an
+    ``alpha_0``-``d_X``-DP randomizer is ``(m alpha_0, 0)``-bounded d_EM-DP, in either model."""
+    return _check_m(m) * float(alpha0)
+
+
+def shuffle_guarantee_for_target(
+    alpha0: float, m: int, delta_prime: float, n: int | None = None, model: Model | str | None = None
+) -> ShuffleBound | None:
+    """Theorem 4.4 at the largest inner ``delta`` whose ``delta' = delta e^{h(M; m, m)}`` meets the target.
+
+    For a fixed ``alpha_0`` a larger inner delta gives a smaller alpha and a wider validity range, so the
+    largest feasible one is the best. Returns ``None`` when no inner delta gives ``delta' <= delta_prime``
+    with ``alpha_0`` inside Theorem 4.3's range.
+    """
+    M, mdl = _shuffled(m, n, model)
+    dp = _check_delta_target(delta_prime)
+    a0 = float(alpha0)
+    if not (math.isfinite(a0) and a0 > 0):
+        raise ParameterError(f"alpha_0 must be positive and finite, got {alpha0!r}")
+    if dp == 0:
+        return None
+    got = _largest_inner_delta(lambda d: np.full(np.shape(d), a0) if np.ndim(d) else a0, int(m), M, math.log(dp))
+    if got is None or not a0 < validity_limit(M, got[0]):
+        return None
+    b = shuffle_guarantee(a0, m, got[0], n=None if mdl is Model.LOCAL else n, model=mdl)
+    return b if b.delta_prime <= dp else None
 
 
 def asymptotic_alpha0(alpha: float, m: int, delta: float, n: int | None = None) -> float | None:
@@ -307,8 +372,16 @@ def _largest_inner_delta(alpha0_of: Callable, m: int, M: int, log_target: float)
             lo = mid
         else:
             hi = mid
+    # The search is in log space; the reported delta' is delta * e^{h} in floating point, which may round
+    # above the target by an ulp. Step down until the reported value itself meets the target.
+    target = math.exp(log_target)
     dl = math.exp(lo)
-    return dl, float(alpha0_of(dl))
+    for _ in range(60):
+        a = float(alpha0_of(dl))
+        if a > 0 and _delta_prime(dl, float(_h1(a, m, M, dl))) <= target:
+            return dl, a
+        dl *= 1 - 1e-9
+    return None  # pragma: no cover - a few steps always suffice
 
 
 @dataclass(frozen=True)
@@ -388,7 +461,7 @@ def _route_theorem_44(alpha: float, dp: float, m: int, M: int) -> RouteResult:
         delta, _ = got
         if not a0 < validity_limit(M, delta):
             return None
-        if float(_alpha_44(a0, m, M, delta)) > alpha * (1 + 1e-12):
+        if float(_alpha_44(a0, m, M, delta)) > alpha:
             return None
         return got
 
@@ -411,9 +484,7 @@ def _route_theorem_44(alpha: float, dp: float, m: int, M: int) -> RouteResult:
         return RouteResult("theorem 4.4", False, reason="no alpha_0 > 0 meets the target within Theorem 4.3's range")
     delta = best[0]
     a = float(_alpha_44(lo, m, M, delta))
-    return RouteResult(
-        "theorem 4.4", True, lo, delta, a, min(delta * math.exp(min(float(_h1(lo, m, M, delta)), 700.0)), 1.0)
-    )
+    return RouteResult("theorem 4.4", True, lo, delta, a, _delta_prime(delta, float(_h1(lo, m, M, delta))))
 
 
 def _route_asymptotic(alpha: float, dp: float, m: int, n: int | None, M: int) -> RouteResult:
@@ -431,9 +502,9 @@ def _route_asymptotic(alpha: float, dp: float, m: int, n: int | None, M: int) ->
     if not a0 < validity_limit(M, delta):
         return RouteResult(name, False, a0, delta, reason="alpha_0 is outside Theorem 4.3's validity range")
     a = float(_alpha_44(a0, m, M, delta))
-    if a > alpha * (1 + 1e-12):
+    if a > alpha:
         return RouteResult(name, False, a0, delta, a, reason=f"Theorem 4.4 certifies only alpha = {a:.4g} > target")
-    return RouteResult(name, True, a0, delta, a, min(delta * math.exp(min(float(_h1(a0, m, M, delta)), 700.0)), 1.0))
+    return RouteResult(name, True, a0, delta, a, _delta_prime(delta, float(_h1(a0, m, M, delta))))
 
 
 def calibrate(
@@ -451,20 +522,32 @@ def calibrate(
     4.4 certifies it) and ``"composition"`` (``alpha_0 = alpha / m``, ``delta = 0``; always valid). With
     ``numerical=True`` (or ``route="numerical"``) the numerical bound of :func:`numerical_shuffle_guarantee`
     is a fourth route (seconds instead of milliseconds). With ``route="best"`` (default) the valid route
-    with the largest ``alpha_0`` wins.
+    with the largest ``alpha_0`` wins. ``delta_prime = 0`` is a pure target: composition.
     """
     a = float(alpha)
     if not (math.isfinite(a) and a > 0):
         raise ParameterError(f"alpha must be positive and finite, got {alpha!r}")
-    dp = _check_delta(delta_prime, "delta'")
+    dp = _check_delta_target(delta_prime)
     M, mdl = _shuffled(m, n, model)
     m = int(m)
     nn = None if mdl is Model.LOCAL else int(n)
-    routes = {
-        "theorem 4.4": _route_theorem_44(a, dp, m, M),
-        ("eq. (7)" if nn is not None else "eq. (6)"): _route_asymptotic(a, dp, m, nn, M),
-        "composition": RouteResult("composition", True, a / m, 0.0, a, 0.0),
-    }
+    asymptotic = "eq. (7)" if nn is not None else "eq. (6)"
+    if dp == 0:  # a pure target: composition is the only route with delta' = 0
+        pure = "a pure target (delta' = 0): only composition has delta' = 0"
+        routes = {
+            "theorem 4.4": RouteResult("theorem 4.4", False, reason=pure),
+            asymptotic: RouteResult(asymptotic, False, reason=pure),
+            "composition": RouteResult("composition", True, a / m, 0.0, a, 0.0),
+        }
+        numerical = False
+        if route == "numerical":
+            raise ParameterError(f"route 'numerical' is not valid here: {pure}")
+    else:
+        routes = {
+            "theorem 4.4": _route_theorem_44(a, dp, m, M),
+            asymptotic: _route_asymptotic(a, dp, m, nn, M),
+            "composition": RouteResult("composition", True, a / m, 0.0, a, 0.0),
+        }
     if numerical or route == "numerical":
         th = routes["theorem 4.4"]
         routes["numerical"] = _route_numerical(a, dp, m, nn, M, th.alpha0 if th.valid else None)
@@ -485,21 +568,59 @@ def calibrate(
 # --------------------------------------------------------------------------------------------
 
 
-def reduction_alpha(epsilon: float, r: float, s: int, delta: float) -> float:
-    """Theorem 5.3: BoundedEMDReduction with ``s`` samples per user is ``(epsilon, 2 delta, r)``-discrete
-    d_EM-DP when the bounded mechanism is ``(alpha, delta)``-d_EM-DP with
-    ``alpha = epsilon / ((1 + sqrt 2) r + (3/s) ln(1/delta))``.
+def reduction_distance(r: float, s: int, delta: float) -> float:
+    """Lemma 5.2: with probability at least ``1 - delta`` the projections of two datasets at ``d_EM <= r``
+    are within ``c = (1 + sqrt 2) r + (3/s) ln(1/delta)`` of each other.
 
     (Lemma 5.2 as printed has ``3/8 ln(1/delta)``; its proof, and Theorem 5.3, use ``(3/s) ln(1/delta)``.)
     """
-    eps = float(epsilon)
-    if not (math.isfinite(eps) and eps > 0):
-        raise ParameterError("epsilon must be positive and finite")
     if not 0 < r <= 1:
         raise ParameterError(f"r must lie in (0, 1], got {r}")
     s = _check_m(s, "s")
     delta = _check_delta(delta)
-    return eps / ((1 + math.sqrt(2)) * r + 3.0 / s * math.log(1 / delta))
+    return (1 + math.sqrt(2)) * r + 3.0 / s * math.log(1 / delta)
+
+
+def reduction_alpha(epsilon: float, r: float, s: int, delta: float) -> float:
+    """Theorem 5.3: BoundedEMDReduction with ``s`` samples per user is ``(epsilon, 2 delta, r)``-discrete
+    d_EM-DP when the bounded mechanism is ``(alpha, delta)``-d_EM-DP with ``alpha = epsilon / c``,
+    ``c`` = :func:`reduction_distance`.
+
+    When ``c >= 1`` the lemma says nothing (``d_EM <= 1`` always), and ``alpha = epsilon`` suffices: every
+    pair of projections is within the inner guarantee's ``(alpha, delta)`` (see :func:`reduction_epsilon`).
+    """
+    eps = float(epsilon)
+    if not (math.isfinite(eps) and eps > 0):
+        raise ParameterError("epsilon must be positive and finite")
+    return eps / min(reduction_distance(r, s, delta), 1.0)
+
+
+def reduction_epsilon(alpha: float, r: float, s: int, delta: float) -> float:
+    """Theorem 5.3 read forwards: an ``(alpha, delta_in)``-bounded inner mechanism makes BoundedEMDReduction
+    ``(alpha min(c, 1), delta_in + delta, r)``-discrete d_EM-DP (``c`` = :func:`reduction_distance` at the
+    projection's ``delta``; when ``c >= 1`` the projection's delta is not needed)."""
+    a = float(alpha)
+    if not (math.isfinite(a) and a > 0):
+        raise ParameterError(f"alpha must be positive and finite, got {alpha!r}")
+    return a * min(reduction_distance(r, s, delta), 1.0)
+
+
+def reduction_guarantee_of(inner: EMDMetricDP, r: float, s: int, delta: float) -> DiscreteEMDDP:
+    """The discrete guarantee BoundedEMDReduction delivers around a *realized* inner guarantee.
+
+    The proof of Theorem 5.3 (appendix C.2) bounds the divergence by ``delta_in Pr[A] + Pr[not A]``, where
+    ``A`` is Lemma 5.2's event (probability ``>= 1 - delta``): the result is ``(alpha c, delta_in + delta,
+    r)`` with the inner ``(alpha, delta_in)`` -- the deltas actually used, not the paper's ``2 delta``. When
+    ``c >= 1``, ``A`` always holds: ``(alpha, delta_in, r)``.
+    """
+    if not isinstance(inner, EMDMetricDP) or not inner.bounded:
+        raise ParameterError("BoundedEMDReduction needs an inner mechanism with a bounded d_EM-DP guarantee")
+    c = reduction_distance(r, s, delta)
+    eps = inner.alpha * min(c, 1.0)
+    total = inner.delta + (delta if c < 1 else 0.0)
+    if not total < 1:
+        raise ParameterError(f"the reduction's delta {total:.3g} is not below 1; use a smaller --delta")
+    return DiscreteEMDDP(eps, total, r, inner.model, inner.metric)
 
 
 def reduction_guarantee(epsilon: float, r: float, delta: float, model: Model | str = Model.LOCAL) -> DiscreteEMDDP:
@@ -672,17 +793,19 @@ def numerical_shuffle_guarantee(
 
 def _route_numerical(alpha: float, dp: float, m: int, n: int | None, M: int, start: float | None) -> RouteResult:
     """Largest alpha_0 whose numerical guarantee meets the target (inner delta ``delta' e^{-alpha}``, so
-    ``delta e^{m eps(1)} <= delta'`` whenever ``alpha <= target``). ``alpha(alpha_0)`` increases with
+    ``delta e^{m eps(1)} <= delta'`` whenever ``alpha <= target``; scaled down by ``1 - 1e-9`` so that
+    floating-point rounding of ``delta e^{m eps(1)}`` cannot land above the target). A bound is accepted
+    only if its alpha and delta' are at most the target exactly. ``alpha(alpha_0)`` increases with
     alpha_0: bracket from the composition value ``alpha / m`` (always feasible) or ``start``, then
     bisect in log alpha_0. Each step is one numerical bound at 3% resolution."""
-    delta = dp * math.exp(-alpha)
+    delta = dp * math.exp(-alpha) * (1 - 1e-9)
 
     def evaluate(a0: float) -> NumericalShuffleBound | None:
         try:
             b = numerical_shuffle_guarantee(a0, m, delta, n=n, rtol=0.03)
         except (OverflowError, ValueError):
             return None
-        return b if (b.alpha <= alpha and b.delta_prime <= dp * (1 + 1e-9)) else None
+        return b if (b.alpha <= alpha and b.delta_prime <= dp) else None
 
     lo, blo = alpha / m, evaluate(alpha / m)
     if blo is None:
@@ -703,3 +826,105 @@ def _route_numerical(alpha: float, dp: float, m: int, n: int | None, M: int, sta
         else:
             hi = mid
     return RouteResult("numerical", True, blo.alpha0, blo.delta, float(blo.alpha), float(blo.delta_prime))
+
+
+def numerical_guarantee_for_target(
+    alpha0: float,
+    m: int,
+    delta_prime: float,
+    n: int | None = None,
+    model: Model | str | None = None,
+    rtol: float = 0.01,
+) -> NumericalShuffleBound | None:
+    """:func:`numerical_shuffle_guarantee` with an inner delta whose ``delta'`` meets the target.
+
+    ``delta' = delta e^{m eps(1)}`` and ``eps(1) <= alpha_0`` (the changed pair alone is ``alpha_0``-DP), so
+    ``delta_1 = delta_prime e^{-m alpha_0}`` always meets it; ``delta_2 = delta_prime e^{-m eps_1(1)}`` (with
+    ``eps_1`` computed at ``delta_1``) does too in exact arithmetic, because ``eps(1)`` only shrinks as delta
+    grows, and gives a smaller alpha. Two bounds are computed (each rounded up to the bound's resolution, so
+    neither is trusted blindly): the best whose ``delta'`` is at most the target, exactly, is returned.
+    Returns ``None`` if neither meets it (or the target is 0).
+    """
+    M, mdl = _shuffled(m, n, model)
+    dp = _check_delta_target(delta_prime)
+    a0 = float(alpha0)
+    if not (math.isfinite(a0) and a0 > 0):
+        raise ParameterError(f"alpha_0 must be positive and finite, got {alpha0!r}")
+    if dp == 0:
+        return None
+    nn = None if mdl is Model.LOCAL else n
+    m = int(m)
+    shrink = 1 - 1e-9  # keeps delta e^{m eps(1)} below the target under floating-point rounding
+    best = None
+    delta = dp * math.exp(-min(m * a0, 700.0)) * shrink
+    for _ in range(2):
+        if not delta > 0:
+            break
+        b = numerical_shuffle_guarantee(a0, m, delta, n=nn, model=mdl, rtol=rtol)
+        if b.delta_prime <= dp and (best is None or b.alpha < best.alpha):
+            best = b
+        eps1 = math.log(b.delta_prime / b.delta) / m if b.delta_prime < 1 else a0
+        delta = dp * math.exp(-min(m * eps1, 700.0)) * shrink
+    return best
+
+
+@dataclass(frozen=True)
+class ItemwiseBound:
+    """The guarantee of PrivEMDItemWise for one ``alpha_0`` and a target ``delta'``: the chosen route, its
+    ``(alpha, delta')``, the inner delta (0 for composition) and the amplification bound behind it."""
+
+    route: str
+    alpha: float
+    delta_prime: float
+    inner_delta: float
+    model: Model
+    bound: _AmplifiedBound | None = None
+
+    def guarantee(self, metric: str = "") -> EMDMetricDP:
+        """The typed guarantee (Theorem 4.4's carries its per-distance curve)."""
+        if isinstance(self.bound, ShuffleBound):
+            return self.bound.guarantee(metric)
+        return EMDMetricDP(self.alpha, min(self.delta_prime, 1 - 1e-16), self.model, bounded=True, metric=metric)
+
+
+def itemwise_bound(
+    alpha0: float,
+    m: int,
+    delta_prime: float,
+    n: int | None = None,
+    numerical: bool = False,
+    inner_delta: float | None = None,
+) -> ItemwiseBound:
+    """The best guarantee of PrivEMDItemWise whose ``delta'`` is at most the target ``delta_prime``.
+
+    Candidates: composition ``(m alpha_0, 0)`` (always), Theorem 4.4 and, with ``numerical``, the numerical
+    bound. Without ``inner_delta`` each amplified route uses the largest inner delta that meets the target
+    (:func:`shuffle_guarantee_for_target`, :func:`numerical_guarantee_for_target`); with it, that inner
+    delta, and the route counts only if its delta' meets the target. The smallest alpha wins (composition
+    on ties). ``delta_prime = 0`` asks for a pure guarantee: composition.
+    """
+    m = _check_m(m)
+    dp = _check_delta_target(delta_prime)
+    a0 = float(alpha0)
+    if not (math.isfinite(a0) and a0 > 0):
+        raise ParameterError(f"alpha_0 must be positive and finite, got {alpha0!r}")
+    mdl = Model.LOCAL if n is None else Model.CENTRAL
+    M = m * (n or 1)
+    best = ItemwiseBound("composition", composition_alpha(a0, m), 0.0, 0.0, mdl)
+    if dp == 0:
+        return best
+    candidates: list[_AmplifiedBound | None] = []
+    if inner_delta is None:
+        candidates.append(shuffle_guarantee_for_target(a0, m, dp, n=n))
+        if numerical:
+            candidates.append(numerical_guarantee_for_target(a0, m, dp, n=n))
+    else:
+        d = _check_delta(inner_delta, "the inner delta")
+        if a0 < validity_limit(M, d):
+            candidates.append(shuffle_guarantee(a0, m, d, n=n))
+        if numerical:
+            candidates.append(numerical_shuffle_guarantee(a0, m, d, n=n))
+    for b in candidates:
+        if b is not None and b.delta_prime <= dp and b.alpha < best.alpha:
+            best = ItemwiseBound(b.route, b.alpha, b.delta_prime, b.delta, mdl, b)
+    return best
