@@ -12,7 +12,9 @@ from .guarantees import (
     PureDP,
     alpha_from_targets,
     compose,
+    convert_to_budget,
     group_privacy,
+    guarantee_kind,
     metric_from_dp,
 )
 
@@ -29,8 +31,10 @@ __all__ = [
     "Session",
     "alpha_from_targets",
     "compose",
+    "convert_to_budget",
     "group_privacy",
     "guarantee_from_dict",
+    "guarantee_kind",
     "guarantee_to_dict",
     "metric_from_dp",
 ]
