@@ -1,6 +1,6 @@
 """Privacy guarantees, their conversions, and budget accounting."""
 
-from .budget import LedgerEntry, Session, guarantee_from_dict, guarantee_to_dict
+from .budget import LedgerEntry, Session, guarantee_from_dict, guarantee_to_dict, ledger_lock
 from .guarantees import (
     ApproxDP,
     DiscreteEMDDP,
@@ -36,5 +36,6 @@ __all__ = [
     "guarantee_from_dict",
     "guarantee_kind",
     "guarantee_to_dict",
+    "ledger_lock",
     "metric_from_dp",
 ]
