@@ -1,11 +1,14 @@
 """``userdp ledger`` and the ``--ledger`` option of the releasing subcommands: a privacy budget that persists
 across command-line runs.
 
-A ledger file holds one or more user-level budgets (``(epsilon, delta)`` under a neighbour relation). Every
-release made with ``--ledger FILE`` is charged to it *before anything is printed or written*; a release that
-does not fit is refused (exit 2) and the ledger is unchanged. d_EM-DP releases are charged by the user-level
-guarantee they imply at the largest distance ``d_EM = 1`` (Imola et al., section 8): the local model under
-"any two inputs of one user", the central model under "replace one user's data".
+A ledger file protects ONE user-level neighbour relation with one budget ``(epsilon, delta)``. Every release
+made with ``--ledger FILE`` is converted into that relation (:func:`userdp.privacy.convert_to_budget`) and
+charged *before anything is printed or written*; a release that does not fit, or that implies nothing under
+the ledger's relation, is refused (exit 2) and the ledger is unchanged. Under "replace one user's data":
+an add/remove ``epsilon`` costs ``2 epsilon`` (and ``delta`` becomes ``(1 + e^epsilon) delta``), a local
+``(epsilon, delta)`` costs the same, and a d_EM-DP release costs the user-level guarantee it implies at
+``d_EM = 1`` (Imola et al., section 8). Concurrent runs are serialized by an exclusive lock on
+``FILE.lock`` (:meth:`userdp.privacy.Session.locked`), so together they cannot overspend.
 """
 
 from __future__ import annotations
@@ -15,32 +18,9 @@ import json
 from pathlib import Path
 
 from .errors import ParameterError
-from .privacy import (
-    ApproxDP,
-    DiscreteEMDDP,
-    EMDMetricDP,
-    Guarantee,
-    Model,
-    Neighbours,
-    PureDP,
-    Session,
-    guarantee_from_dict,
-)
+from .privacy import ApproxDP, Guarantee, Neighbours, PureDP, Session, guarantee_kind, guarantee_to_dict, ledger_lock
 
 _NB = {"add-remove": Neighbours.ADD_REMOVE_USER, "replace": Neighbours.REPLACE_USER, "local": Neighbours.ANY_TWO_INPUTS}
-
-
-def user_level(g: Guarantee) -> ApproxDP:
-    """The user-level DP guarantee a release is charged with."""
-    if isinstance(g, ApproxDP):
-        return g
-    if isinstance(g, EMDMetricDP):
-        return g.user_level_dp(1.0)
-    if isinstance(g, DiscreteEMDDP):
-        eps, delta = g.at_distance(1.0)
-        nb = Neighbours.ANY_TWO_INPUTS if g.model is Model.LOCAL else Neighbours.REPLACE_USER
-        return ApproxDP(eps, min(delta, 1 - 1e-16), nb) if delta else PureDP(eps, neighbours=nb)
-    raise ParameterError(f"cannot charge a guarantee of type {type(g).__name__} to a user-level ledger")
 
 
 def add_option(p: argparse.ArgumentParser) -> None:
@@ -58,13 +38,13 @@ def check(args: argparse.Namespace) -> None:
 
 
 def charge(args: argparse.Namespace, guarantee: Guarantee, mechanism: str) -> None:
-    """Charge a computed release to ``--ledger`` (if given); raises BudgetExceededError, writing nothing,
-    if it does not fit. Call this before printing or writing any released value."""
+    """Charge a computed release to ``--ledger`` (if given): under the ledger's lock, re-read it, convert the
+    guarantee into its relation, check, record and save atomically. Raises BudgetExceededError, writing
+    nothing, if it does not fit. Call this before printing or writing any released value."""
     if not getattr(args, "ledger", None):
         return
-    s = Session.load(args.ledger)
-    s.charge(user_level(guarantee), label=args.command, mechanism=mechanism)
-    s.save(args.ledger)
+    with Session.locked(args.ledger) as s:
+        s.charge(guarantee, label=args.command, mechanism=mechanism)
 
 
 def _budget(text: str) -> ApproxDP:
@@ -81,56 +61,76 @@ def _budget(text: str) -> ApproxDP:
 
 
 def cmd_ledger_init(args: argparse.Namespace) -> int:
+    if len(args.budget) != 1:
+        raise ParameterError(
+            f"a ledger protects one neighbour relation: pass --budget once (got {len(args.budget)}). Releases under "
+            "other relations are converted into it; `replace` accepts every user-level release (an add/remove "
+            "epsilon costs 2 epsilon, a local epsilon costs epsilon)"
+        )
+    budget = _budget(args.budget[0])
     path = Path(args.path)
-    if path.exists() and not args.force:
-        raise ParameterError(f"{path} exists; pass --force to replace it (its spending would be lost)")
-    Session([_budget(b) for b in args.budget]).save(path)
+    with ledger_lock(path):  # not while another run is charging the ledger this replaces
+        if path.exists() and not args.force:
+            raise ParameterError(f"{path} exists; pass --force to replace it (its spending would be lost)")
+        Session(budget).save(path)
     print(f"created ledger {path}")
     return 0
 
 
-def _short(g: ApproxDP | None) -> str:
+def _short(g: Guarantee | None) -> str:
     if g is None:
         return "nothing"
-    return f"epsilon {g.epsilon:.6g}" + (f", delta {g.delta:.3g}" if g.delta else "")
+    main = f"epsilon {g.epsilon:.6g}" if hasattr(g, "epsilon") else f"alpha {g.alpha:.6g}"  # type: ignore[attr-defined]
+    delta = g.delta  # type: ignore[attr-defined]
+    return main + (f", delta {delta:.3g}" if delta else "")
 
 
 def cmd_ledger_show(args: argparse.Namespace) -> int:
     s = Session.load(args.path)
-    rows = []
-    for b in s.to_dict()["budgets"]:
-        g = guarantee_from_dict(b)
-        rows.append(
-            {
-                "neighbours": g.neighbours.value,
-                "budget": _short(g),
-                "spent": _short(s.spent(g)),
-                "left": _short(s.remaining(g)),
-            }
-        )
+    releases = [
+        {
+            "label": e.label,
+            "mechanism": e.mechanism,
+            "guarantee": guarantee_to_dict(e.guarantee),
+            "delivers": e.guarantee.describe().split(":")[0],
+            "cost": guarantee_to_dict(e.cost),
+            "costs": _short(e.cost),
+        }
+        for e in s.ledger
+    ]
+    summary = {
+        "protects": guarantee_kind(s.budget),
+        "budget": _short(s.budget),
+        "spent": _short(s.spent()),
+        "left": _short(s.remaining()),
+    }
     if args.json:
-        print(json.dumps({"budgets": rows, "releases": s.to_dict()["entries"]}, indent=1))
+        print(json.dumps({**summary, "releases": releases}, indent=1))
     else:
-        for r in rows:
-            print(f"{r['neighbours']}: budget {r['budget']}; spent {r['spent']}; left {r['left']}")
-        print(f"{len(s.ledger)} release(s) charged")
+        print(f"protects {summary['protects']}: budget {summary['budget']}; spent {summary['spent']}; "
+              f"left {summary['left']}")  # fmt: skip
+        print(f"{len(releases)} release(s) charged")
+        for r in releases:
+            name = r["label"] + (f" ({r['mechanism']})" if r["mechanism"] else "")
+            print(f"  {name}: delivers {r['delivers']}; costs {r['costs']}")
     return 0
 
 
 def add_parser(sub) -> None:
     le = sub.add_parser("ledger", help="a privacy budget that persists across runs (--ledger FILE)")
     lsub = le.add_subparsers(dest="ledger_command", required=True)
-    ini = lsub.add_parser("init", help="create a ledger with one or more user-level budgets")
+    ini = lsub.add_parser("init", help="create a ledger with one user-level budget")
     ini.add_argument("path")
     ini.add_argument(
         "--budget",
         action="append",
         required=True,
-        help="RELATION:EPSILON[:DELTA], RELATION one of add-remove, replace, local (repeatable)",
+        help="RELATION:EPSILON[:DELTA], RELATION one of add-remove, replace, local; exactly one: every release is "
+        "converted into this relation (replace accepts all of them)",
     )
     ini.add_argument("--force", action="store_true", help="replace an existing ledger")
     ini.set_defaults(func=cmd_ledger_init)
-    sh = lsub.add_parser("show", help="budgets, spending and what is left")
+    sh = lsub.add_parser("show", help="the budget, spending, what is left, and each release's cost")
     sh.add_argument("path")
     sh.add_argument("--json", action="store_true")
     sh.set_defaults(func=cmd_ledger_show)

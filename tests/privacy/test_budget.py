@@ -1,40 +1,103 @@
-"""The budget session: records, composes, refuses overspending, releases nothing on refusal."""
+"""The budget session: one kind of guarantee, every release converted into it, refuses overspending,
+releases nothing on refusal."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
 
-from userdp.errors import BudgetExceededError
-from userdp.privacy import ApproxDP, EMDMetricDP, Model, Neighbours, PureDP, Session
+from userdp.errors import BudgetExceededError, ParameterError
+from userdp.privacy import ApproxDP, DiscreteEMDDP, EMDMetricDP, Model, Neighbours, PureDP, Session
 from userdp.release import Release
+
+AR, REPLACE, LOCAL = Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER, Neighbours.ANY_TWO_INPUTS
 
 
 def test_charge_and_remaining():
     s = Session(PureDP(1.0))
     s.charge(PureDP(0.4), "a")
-    assert s.remaining(PureDP(1.0)).epsilon == pytest.approx(0.6)
+    assert s.remaining().epsilon == pytest.approx(0.6)
     s.charge(PureDP(0.6), "b")
-    assert s.remaining(PureDP(1.0)) is None
+    assert s.remaining() is None
     with pytest.raises(BudgetExceededError, match="over the budget"):
         s.charge(PureDP(0.01), "c")
     assert [e.label for e in s.ledger] == ["a", "b"]
-    assert s.spent(PureDP(1.0)).epsilon == pytest.approx(1.0)
+    assert s.spent().epsilon == pytest.approx(1.0)
 
 
-def test_kinds_are_tracked_separately():
-    s = Session([ApproxDP(1.0, 1e-6), EMDMetricDP(10.0, 1e-9, model=Model.CENTRAL)])
-    s.charge(EMDMetricDP(8.0, 1e-10, model=Model.CENTRAL))
+def test_one_relation_is_charged_for_every_user_level_release():
+    """Issue 13's example: a replace-one-user budget of 4 pays add/remove 1 (costs 2), replace 1 and
+    local 1, and then nothing more, whatever the relation."""
+    s = Session(PureDP(4.0, neighbours=REPLACE))
+    s.charge(PureDP(1.0, neighbours=AR), "add-remove", "m1")
+    assert s.spent() == PureDP(2.0, neighbours=REPLACE)
+    s.charge(PureDP(1.0, neighbours=REPLACE), "replace")
+    s.charge(PureDP(1.0, neighbours=LOCAL), "local")
+    assert s.spent().epsilon == pytest.approx(4.0) and s.remaining() is None
+    for nb in (AR, REPLACE, LOCAL):
+        assert not s.can_spend(PureDP(1e-6, neighbours=nb))
+        with pytest.raises(BudgetExceededError, match="over the budget"):
+            s.charge(PureDP(1e-6, neighbours=nb), "more")
+    first = s.ledger[0]
+    assert first.guarantee == PureDP(1.0, neighbours=AR) and first.cost == PureDP(2.0, neighbours=REPLACE)
+    assert first.mechanism == "m1"
+    assert [e.cost.epsilon for e in s.ledger] == [2.0, 1.0, 1.0]
+
+
+def test_an_add_remove_session_refuses_other_relations_and_records_nothing():
+    s = Session(ApproxDP(1.0, 1e-6))
     s.charge(ApproxDP(0.5, 5e-7))
+    assert not s.can_spend(ApproxDP(0.1, 6e-7))  # delta would overflow
+    assert s.can_spend(ApproxDP(0.1, 5e-7))
+    for release, reason in [
+        (PureDP(0.1, neighbours=REPLACE), "does not bound adding or removing"),
+        (PureDP(0.1, neighbours=LOCAL), "not whether the user took part"),
+        (EMDMetricDP(0.1, model=Model.CENTRAL), "which implies 0.1-DP for replace"),
+    ]:
+        assert not s.can_spend(release)
+        with pytest.raises(BudgetExceededError, match=reason):
+            s.charge(release, "refused")
+    assert len(s.ledger) == 1 and s.spent() == ApproxDP(0.5, 5e-7)
+
+
+def test_a_session_has_exactly_one_budget():
+    with pytest.raises(ParameterError, match="one kind of guarantee"):
+        Session([PureDP(1.0), PureDP(2.0, neighbours=REPLACE)])
+    with pytest.raises(ValueError):  # ParameterError is a ValueError
+        Session([PureDP(1.0), PureDP(2.0)])
+    with pytest.raises(ParameterError):
+        Session([])
+    assert Session([PureDP(1.0)]).budget == PureDP(1.0)
+
+
+def test_a_demd_session_converts_local_releases_and_refuses_user_level_ones():
+    s = Session(EMDMetricDP(10.0, 1e-9, model=Model.CENTRAL))
+    s.charge(EMDMetricDP(8.0, 1e-10, model=Model.CENTRAL))
     assert not s.can_spend(EMDMetricDP(3.0, 0.0, model=Model.CENTRAL))
     assert s.can_spend(EMDMetricDP(2.0, 0.0, model=Model.CENTRAL))
-    assert not s.can_spend(ApproxDP(0.1, 6e-7))  # delta would overflow
-    with pytest.raises(BudgetExceededError, match="no budget"):
-        s.charge(EMDMetricDP(0.1))  # local model: no budget for it
-    with pytest.raises(BudgetExceededError, match="no budget"):
-        s.charge(PureDP(0.1, neighbours=Neighbours.REPLACE_USER))
-    with pytest.raises(ValueError):
-        Session([PureDP(1.0), PureDP(2.0)])
+    s.charge(EMDMetricDP(1.0))  # local d_EM-DP: the same (alpha, delta) for the central model
+    assert s.spent().alpha == pytest.approx(9.0) and s.remaining().alpha == pytest.approx(1.0)
+    assert s.remaining().curve is None
+    with pytest.raises(BudgetExceededError, match="only d_EM-DP releases"):
+        s.charge(PureDP(0.1, neighbours=REPLACE))
+    with pytest.raises(BudgetExceededError, match="only d_EM-DP releases"):
+        s.charge(DiscreteEMDDP(0.1, 0.0, 0.1, Model.CENTRAL))
+    local = Session(EMDMetricDP(10.0))
+    with pytest.raises(BudgetExceededError, match="from the curator"):
+        local.charge(EMDMetricDP(1.0, model=Model.CENTRAL))
+
+
+def test_charging_past_delta_one_is_refused_as_over_budget():
+    """Finding 8: the composed delta reaching 1 used to become delta = 1.0 and raise ParameterError."""
+    s = Session(ApproxDP(5.0, 0.9, REPLACE))
+    s.charge(ApproxDP(0.1, 0.6, REPLACE), "first")
+    for release in (ApproxDP(0.1, 0.6, REPLACE), ApproxDP(0.1, 0.4, AR)):  # 0.4 (1 + e^0.1) = 0.84 as replace
+        assert not s.can_spend(release)
+        with pytest.raises(BudgetExceededError):
+            s.charge(release, "second")
+    assert len(s.ledger) == 1
 
 
 def test_run_refuses_before_releasing():
@@ -50,6 +113,11 @@ def test_run_refuses_before_releasing():
     with pytest.raises(BudgetExceededError):
         s.run(PureDP(0.5), mech, 2, label="second")
     assert calls == [1]  # the second mechanism never ran
+    replace = Session(PureDP(1.5, neighbours=REPLACE))
+    replace.run(PureDP(0.5), mech, 3, label="costs 1")
+    with pytest.raises(BudgetExceededError):
+        replace.run(PureDP(0.5), mech, 4, label="would cost 1 more")
+    assert calls == [1, 3] and replace.spent().epsilon == pytest.approx(1.0)
 
 
 def test_run_checks_the_returned_guarantee():
@@ -60,3 +128,72 @@ def test_run_checks_the_returned_guarantee():
     with pytest.raises(BudgetExceededError, match="does not fit"):
         s.run(PureDP(1.0), liar)
     assert s.ledger == []
+
+
+# ------------------------------------------------------------------ the ledger file
+
+
+def test_save_and_load_keep_each_release_and_its_cost(tmp_path):
+    s = Session(ApproxDP(4.0, 1e-6, REPLACE))
+    s.charge(ApproxDP(0.5, 1e-8, AR), "heatmap", "dp_sparse_emd_agg")
+    s.charge(EMDMetricDP(1.0, 1e-9), "itemwise", "priv_emd_itemwise")
+    path = tmp_path / "ledger.json"
+    s.save(path)
+    again = Session.load(path)
+    assert again.budget == s.budget and again.spent() == s.spent()
+    assert [(e.label, e.guarantee, e.mechanism, e.cost) for e in again.ledger] == [
+        (e.label, e.guarantee, e.mechanism, e.cost) for e in s.ledger
+    ]
+    data = json.loads(path.read_text())
+    assert data["format"] == "userdp-ledger/2" and data["entries"][0]["cost"]["epsilon"] == 1.0
+    data["entries"][0]["cost"]["neighbours"] = AR.value  # a cost of another kind than the budget
+    path.write_text(json.dumps(data))
+    with pytest.raises(ParameterError, match="another kind"):
+        Session.load(path)
+
+
+def _v1(budgets, entries):
+    return {"format": "userdp-ledger/1", "budgets": budgets, "entries": entries}
+
+
+def test_an_old_ledger_with_several_budgets_is_refused_with_instructions(tmp_path):
+    old = _v1(
+        [
+            {"kind": "PureDP", "epsilon": 1.0, "delta": 0.0, "neighbours": AR.value},
+            {"kind": "PureDP", "epsilon": 1.0, "delta": 0.0, "neighbours": REPLACE.value},
+            {"kind": "PureDP", "epsilon": 1.0, "delta": 0.0, "neighbours": LOCAL.value},
+        ],
+        [
+            {"label": "distinct", "mechanism": "m", "guarantee": {"kind": "PureDP", "epsilon": 1.0, "neighbours": nb}}
+            for nb in (AR.value, REPLACE.value, LOCAL.value)
+        ],
+    )
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    with pytest.raises(ParameterError) as info:
+        Session.load(path)
+    message = str(info.value)
+    assert str(path) in message and "3 kinds" in message
+    assert "userdp ledger init FILE --force --budget replace:EPSILON[:DELTA]" in message
+    assert "cost 4-DP for replace one user's data" in message  # 2 + 1 + 1: what was already spent
+
+
+def test_an_old_ledger_with_one_budget_is_read(tmp_path):
+    old = _v1(
+        [{"kind": "ApproxDP", "epsilon": 2.0, "delta": 1e-6, "neighbours": AR.value}],
+        [
+            {
+                "label": "distinct",
+                "mechanism": "m",
+                "guarantee": {"kind": "PureDP", "epsilon": 0.5, "neighbours": AR.value},
+            }
+        ],
+    )
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    s = Session.load(path)
+    assert s.budget == ApproxDP(2.0, 1e-6, AR) and s.spent() == PureDP(0.5)
+    with Session.locked(path) as same:
+        same.charge(PureDP(0.5), "more")
+    assert json.loads(path.read_text())["format"] == "userdp-ledger/2"
+    assert Session.load(path).spent() == PureDP(1.0)

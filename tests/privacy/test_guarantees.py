@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from userdp.errors import ParameterError
+from userdp.errors import BudgetExceededError, ParameterError
 from userdp.privacy import (
     ApproxDP,
     DiscreteEMDDP,
@@ -20,9 +20,12 @@ from userdp.privacy import (
     PureDP,
     alpha_from_targets,
     compose,
+    convert_to_budget,
     group_privacy,
     metric_from_dp,
 )
+
+AR, REPLACE, LOCAL = Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER, Neighbours.ANY_TWO_INPUTS
 
 
 def test_paper_alpha_example():
@@ -129,3 +132,172 @@ def test_composition_refuses_mixed_kinds():
         DiscreteEMDDP(1.0, 0.0, 0.1).compose(DiscreteEMDDP(1.0, 0.0, 0.2))
     assert ItemMetricDP(1.0, metric="m").compose(ItemMetricDP(2.0, metric="m")).alpha == 3.0
     assert EMDMetricDP(1.0, 1e-9).compose(EMDMetricDP(2.0, 1e-9)).alpha == 3.0
+
+
+def test_composition_past_delta_one_is_a_budget_error_not_a_parameter_error():
+    """Deltas summing to 1 or more protect nothing: composing them is refused as over any budget (it used to
+    cap delta at 1 - 1e-300, which is 1.0 in floating point, and then fail with ParameterError)."""
+    for a, b in [
+        (ApproxDP(1.0, 0.6), ApproxDP(1.0, 0.6)),
+        (ApproxDP(1.0, 0.5), ApproxDP(1.0, 0.5)),
+        (EMDMetricDP(1.0, 0.7), EMDMetricDP(1.0, 0.3)),
+        (DiscreteEMDDP(1.0, 0.9, 0.1), DiscreteEMDDP(1.0, 0.2, 0.1)),
+        (ItemMetricDP(1.0, 0.5), ItemMetricDP(1.0, 0.5)),
+    ]:
+        with pytest.raises(BudgetExceededError, match="protects nothing"):
+            a.compose(b)
+    with pytest.raises(BudgetExceededError):
+        compose([ApproxDP(0.1, 0.4)] * 3)
+    assert ApproxDP(1.0, 0.4).compose(ApproxDP(1.0, 0.5)).delta == pytest.approx(0.9)
+
+
+# ------------------------------------------------------------------ charging a release to a budget of one kind
+
+
+def _hockey(p: np.ndarray, q: np.ndarray, eps: float) -> float:
+    """Hockey-stick divergence sup_S P(S) - e^eps Q(S)."""
+    return float(np.maximum(p - math.exp(eps) * q, 0.0).sum())
+
+
+def _is_dp(p: np.ndarray, q: np.ndarray, eps: float, delta: float) -> bool:
+    return _hockey(p, q, eps) <= delta + 1e-15 and _hockey(q, p, eps) <= delta + 1e-15
+
+
+def test_add_remove_release_costs_group_privacy_for_two_steps_under_replace_and_it_is_tight():
+    """D -> D without user i -> D with user i's data replaced: two add/remove steps. Exact chains whose
+    steps are (eps, delta)-DP for add/remove and whose ends need exactly the converted cost."""
+    eps, delta = 0.7, 1e-3
+    cost = convert_to_budget(ApproxDP(eps, delta, AR), PureDP(4.0, neighbours=REPLACE))
+    assert cost.neighbours is REPLACE and cost.epsilon == 2 * eps
+    assert cost.delta == pytest.approx(delta * (1 + math.exp(eps)), rel=1e-14)
+    assert convert_to_budget(PureDP(eps), ApproxDP(4.0, 1e-6, REPLACE)) == PureDP(2 * eps, neighbours=REPLACE)
+    # pure: a count released with two-sided geometric noise, P_t(y) ~ exp(-eps |y - t|) on the integers (the
+    # window below; with delta = 0 only pointwise ratios matter). Each step is eps-DP; the ends need 2 eps.
+    ys = np.arange(-30, 33)
+    pure = [math.tanh(eps / 2) * np.exp(-eps * np.abs(ys - t)) for t in range(3)]
+    assert _is_dp(pure[0], pure[1], eps, 0.0) and _is_dp(pure[1], pure[2], eps, 0.0)
+    pure_cost = convert_to_budget(PureDP(eps), PureDP(4.0, neighbours=REPLACE))
+    assert _is_dp(pure[0], pure[2], pure_cost.epsilon, 0.0)
+    assert not _is_dp(pure[0], pure[2], pure_cost.epsilon * (1 - 1e-6), 0.0)  # tight
+    # approximate: P0 = (delta (1 + e^eps), rest), P1 = (delta, rest), P2 = (0, 1)
+    chain = [np.array([delta * (1 + math.exp(eps)), 1 - delta * (1 + math.exp(eps))]), np.array([delta, 1 - delta])]
+    chain.append(np.array([0.0, 1.0]))
+    assert _is_dp(chain[0], chain[1], eps, delta) and _is_dp(chain[1], chain[2], eps, delta)
+    assert _is_dp(chain[0], chain[2], cost.epsilon, cost.delta)
+    assert _hockey(chain[0], chain[2], cost.epsilon) == pytest.approx(cost.delta, rel=1e-12)  # tight
+    with pytest.raises(BudgetExceededError, match="delta reaches 1"):
+        convert_to_budget(ApproxDP(3.0, 0.2, AR), PureDP(10.0, neighbours=REPLACE))
+
+
+def test_local_release_costs_the_same_under_replace_exactly():
+    """A local release: every user's report comes from one (eps, delta) randomizer (randomized response that
+    leaks the bit with probability delta); the release is the tuple of reports. Replacing one user's bit
+    changes one factor of the product law, so replace-one-user costs exactly (eps, delta)."""
+    eps, delta = 0.9, 1e-2
+    rr = np.array([[math.exp(eps), 1.0], [1.0, math.exp(eps)]]) / (1 + math.exp(eps))
+    # outputs: (rr 0, rr 1, leak 0, leak 1)
+    randomizer = np.hstack([(1 - delta) * rr, delta * np.eye(2)])
+    assert _is_dp(randomizer[0], randomizer[1], eps, delta)  # local (eps, delta)-DP: any two inputs
+    cost = convert_to_budget(ApproxDP(eps, delta, LOCAL), PureDP(4.0, neighbours=REPLACE))
+    assert cost == ApproxDP(eps, delta, REPLACE)
+    other_users = randomizer[0]
+    for x, x_new in [(0, 1), (1, 0)]:
+        before = np.kron(randomizer[x], np.kron(other_users, other_users))  # three users, the first replaced
+        after = np.kron(randomizer[x_new], np.kron(other_users, other_users))
+        assert _is_dp(before, after, cost.epsilon, cost.delta)
+        assert _hockey(before, after, cost.epsilon) == pytest.approx(cost.delta, rel=1e-9)  # tight
+        assert not _is_dp(before, after, cost.epsilon * 0.99, cost.delta)
+    pure_local = PureDP(eps, neighbours=LOCAL)
+    assert convert_to_budget(pure_local, ApproxDP(4.0, 1e-6, LOCAL)) is pure_local  # same relation: as is
+
+
+@pytest.mark.parametrize(
+    "release,budget_relation,reason",
+    [
+        (PureDP(1.0, neighbours=REPLACE), AR, "does not bound adding or removing a user"),
+        (PureDP(1.0, neighbours=LOCAL), AR, "not whether the user took part"),
+        (PureDP(1.0, neighbours=AR), LOCAL, "does not protect a user's data from the curator"),
+        (ApproxDP(1.0, 1e-6, REPLACE), LOCAL, "does not protect a user's data from the curator"),
+        (EMDMetricDP(1.0, model=Model.CENTRAL), AR, r"implies 1-DP for replace .* does not bound adding"),
+        (EMDMetricDP(1.0), AR, r"implies 1-DP for any two inputs .* not whether the user took part"),
+        (EMDMetricDP(1.0, model=Model.CENTRAL), LOCAL, "from the curator"),
+        (DiscreteEMDDP(1.0, 0.0, 0.5, Model.CENTRAL), AR, "does not bound adding"),
+        (ItemMetricDP(1.0, metric="m"), REPLACE, "protects one item, not a user's data"),
+        (PureDP(1.0, neighbours=Neighbours.ITEM), REPLACE, "protects one item"),
+    ],
+)
+def test_conversions_that_are_not_valid_are_refused_with_the_reason(release, budget_relation, reason):
+    budget = PureDP(100.0, neighbours=budget_relation)
+    with pytest.raises(BudgetExceededError, match=reason):
+        convert_to_budget(release, budget)
+
+
+def test_demd_releases_cost_their_user_level_guarantee_at_distance_one():
+    replace, local = PureDP(100.0, neighbours=REPLACE), PureDP(100.0, neighbours=LOCAL)
+    central = EMDMetricDP(25.0, 1e-9, model=Model.CENTRAL)
+    assert convert_to_budget(central, replace) == ApproxDP(25.0, 1e-9, REPLACE)
+    local_emd = EMDMetricDP(2.0)
+    assert convert_to_budget(local_emd, local) == PureDP(2.0, neighbours=LOCAL)
+    assert convert_to_budget(local_emd, replace) == PureDP(2.0, neighbours=REPLACE)
+    curved = EMDMetricDP(10.0, model=Model.CENTRAL, curve=lambda d: (min(10 * d, 3.0), 0.0))
+    assert convert_to_budget(curved, replace) == PureDP(3.0, neighbours=REPLACE)
+    # discrete: ceil(1 / r) = 4 steps of group privacy
+    discrete = DiscreteEMDDP(0.5, 1e-8, r=0.25, model=Model.CENTRAL)
+    eps4, delta4 = group_privacy(0.5, 1e-8, 4)
+    assert convert_to_budget(discrete, replace) == ApproxDP(eps4, delta4, REPLACE)
+    assert convert_to_budget(DiscreteEMDDP(0.5, 1e-8, r=0.25), local) == ApproxDP(eps4, delta4, LOCAL)
+    assert convert_to_budget(DiscreteEMDDP(0.5, 0.0, r=1.0), replace) == PureDP(0.5, neighbours=REPLACE)
+    with pytest.raises(BudgetExceededError, match="delta reaches 1"):
+        convert_to_budget(DiscreteEMDDP(2.0, 0.01, r=0.1, model=Model.CENTRAL), replace)
+
+
+def test_demd_budgets_accept_what_implies_them():
+    central = EMDMetricDP(10.0, 1e-9, model=Model.CENTRAL, metric="m")
+    local_bounded = EMDMetricDP(10.0, 1e-9, metric="m")
+    unbounded = EMDMetricDP(2.0, 1e-10, bounded=False, metric="m")
+    assert convert_to_budget(EMDMetricDP(3.0, 1e-10, model=Model.CENTRAL, metric="m"), central).alpha == 3.0
+    assert convert_to_budget(EMDMetricDP(3.0, 1e-10, metric="m"), central) == EMDMetricDP(
+        3.0, 1e-10, model=Model.CENTRAL, metric="m"
+    )  # local -> central (bounded), per distance
+    assert convert_to_budget(unbounded, local_bounded) == EMDMetricDP(2.0, 1e-10, metric="m")
+    assert convert_to_budget(unbounded, central) == EMDMetricDP(2.0, 1e-10, model=Model.CENTRAL, metric="m")
+    for release, reason in [
+        (EMDMetricDP(1.0, model=Model.CENTRAL, metric="m"), "from the curator"),
+        (EMDMetricDP(1.0, metric="other"), "metric differs"),
+        (PureDP(1.0, neighbours=LOCAL), "only d_EM-DP releases"),
+        (DiscreteEMDDP(1.0, 0.0, 0.1, metric="m"), "only d_EM-DP releases"),
+    ]:
+        with pytest.raises(BudgetExceededError, match=reason):
+            convert_to_budget(release, local_bounded)
+    with pytest.raises(BudgetExceededError, match="equal size"):
+        convert_to_budget(local_bounded, EMDMetricDP(10.0, bounded=False, metric="m"))
+
+
+def test_discrete_demd_budgets_use_group_privacy_to_their_radius():
+    budget = DiscreteEMDDP(5.0, 1e-6, r=0.25, model=Model.CENTRAL)
+    small = DiscreteEMDDP(0.5, 1e-8, r=0.1)  # local, r' < r: ceil(0.25 / 0.1) = 3 steps
+    eps3, delta3 = group_privacy(0.5, 1e-8, 3)
+    assert convert_to_budget(small, budget) == DiscreteEMDDP(eps3, delta3, 0.25, Model.CENTRAL)
+    assert convert_to_budget(DiscreteEMDDP(0.5, 1e-8, r=0.5, model=Model.CENTRAL), budget) == DiscreteEMDDP(
+        0.5, 1e-8, 0.25, Model.CENTRAL
+    )  # r' >= r: as is
+    assert convert_to_budget(EMDMetricDP(2.0, 1e-9, bounded=False), budget) == DiscreteEMDDP(
+        0.5, 1e-9, 0.25, Model.CENTRAL
+    )  # unbounded alpha: alpha r
+    with pytest.raises(BudgetExceededError, match="any sizes"):
+        convert_to_budget(EMDMetricDP(2.0, 1e-9), budget)  # bounded
+    with pytest.raises(BudgetExceededError, match="from the curator"):
+        convert_to_budget(DiscreteEMDDP(0.5, 1e-8, 0.25, Model.CENTRAL), DiscreteEMDDP(5.0, 1e-6, 0.25))
+
+
+def test_item_level_budgets_accept_only_their_kind():
+    item = ItemMetricDP(5.0, metric="m")
+    assert convert_to_budget(ItemMetricDP(1.0, metric="m"), item).alpha == 1.0
+    with pytest.raises(BudgetExceededError, match="metric differs"):
+        convert_to_budget(ItemMetricDP(1.0, metric="x"), item)
+    with pytest.raises(BudgetExceededError, match="only item-level"):
+        convert_to_budget(PureDP(1.0, neighbours=LOCAL), item)
+    item_dp = PureDP(5.0, neighbours=Neighbours.ITEM)
+    assert convert_to_budget(PureDP(1.0, neighbours=Neighbours.ITEM), item_dp).epsilon == 1.0
+    with pytest.raises(BudgetExceededError, match="only item-level"):
+        convert_to_budget(PureDP(1.0, neighbours=REPLACE), item_dp)

@@ -1,6 +1,6 @@
 """Privacy guarantees, their conversions, and budget accounting."""
 
-from .budget import LedgerEntry, Session, guarantee_from_dict, guarantee_to_dict
+from .budget import LedgerEntry, Session, guarantee_from_dict, guarantee_to_dict, ledger_lock
 from .guarantees import (
     ApproxDP,
     DiscreteEMDDP,
@@ -12,7 +12,9 @@ from .guarantees import (
     PureDP,
     alpha_from_targets,
     compose,
+    convert_to_budget,
     group_privacy,
+    guarantee_kind,
     metric_from_dp,
 )
 
@@ -29,8 +31,11 @@ __all__ = [
     "Session",
     "alpha_from_targets",
     "compose",
+    "convert_to_budget",
     "group_privacy",
     "guarantee_from_dict",
+    "guarantee_kind",
     "guarantee_to_dict",
+    "ledger_lock",
     "metric_from_dp",
 ]

@@ -1,4 +1,10 @@
-"""A privacy budget that records releases, composes them and refuses overspending."""
+"""A privacy budget that records releases, composes them and refuses overspending.
+
+A :class:`Session` protects ONE kind of guarantee (for example ``(epsilon, delta)``-DP for replace one
+user's data). Every release is converted into that kind by
+:func:`~userdp.privacy.guarantees.convert_to_budget` before it is charged. A ledger file shared by
+several processes (the CLI's ``--ledger``) is updated under an exclusive lock (:meth:`Session.locked`).
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,29 @@ import dataclasses
 import json
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from ..errors import BudgetExceededError, ParameterError
-from .guarantees import ApproxDP, DiscreteEMDDP, EMDMetricDP, Guarantee, ItemMetricDP, PureDP
+from .guarantees import (
+    ApproxDP,
+    DiscreteEMDDP,
+    EMDMetricDP,
+    Guarantee,
+    ItemMetricDP,
+    Neighbours,
+    PureDP,
+    convert_to_budget,
+    guarantee_kind,
+)
 
-__all__ = ["Session", "LedgerEntry", "guarantee_to_dict", "guarantee_from_dict"]
+__all__ = ["Session", "LedgerEntry", "guarantee_to_dict", "guarantee_from_dict", "ledger_lock"]
+
+LEDGER_FORMAT = "userdp-ledger/2"
 
 _KINDS: dict[str, type] = {c.__name__: c for c in (PureDP, ApproxDP, ItemMetricDP, EMDMetricDP, DiscreteEMDDP)}
 
@@ -45,124 +64,238 @@ def guarantee_from_dict(d: dict) -> Guarantee:
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One recorded release."""
+    """One recorded release: the guarantee it delivered and what it cost in the session's budget."""
 
     label: str
     guarantee: Guarantee
     mechanism: str
+    cost: Guarantee
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+@contextmanager
+def ledger_lock(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on the ledger file ``path`` (blocking until it is free).
+
+    The lock is ``fcntl.flock`` on ``PATH.lock``, a file next to the ledger that is created once and
+    never replaced or removed: the ledger itself is replaced by an atomic rename on every save, so a
+    lock on the ledger's own inode would not exclude a process that opened the previous version. The
+    lock is released when the block ends, also on an error or if the process dies. It works between
+    processes on one machine (flock over network file systems depends on the file system). A child
+    process forked while the lock is held shares it until the child exits.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        raise ParameterError("a ledger file needs POSIX file locks (fcntl), which this system lacks") from None
+    lock = _lock_path(Path(path))
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise ParameterError(f"cannot open the ledger's lock file {lock}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _head(g: Guarantee) -> str:
+    """The first clause of ``g.describe()``, such as ``2-DP for replace one user's data``."""
+    return g.describe().split(":")[0]
+
+
+def _main(g: Guarantee) -> float:
+    """The main parameter of a guarantee: epsilon or alpha."""
+    return g.epsilon if hasattr(g, "epsilon") else g.alpha  # type: ignore[attr-defined]
 
 
 class Session:
-    """Tracks privacy spending against one budget per kind of guarantee.
+    """Tracks privacy spending against ONE budget: one kind of guarantee, such as ``(epsilon, delta)``-DP
+    for one neighbour relation, or ``(alpha, delta)``-d_EM-DP of one model and metric.
 
-    Releases are composed with basic (sequential) composition within each kind: epsilons (or alphas)
-    add, deltas add. A guarantee of a kind with no budget, or one that would overspend, is refused
-    *before* the release is computed.
+    Every release is first converted into the budget's kind by
+    :func:`~userdp.privacy.guarantees.convert_to_budget` (for a budget for replace one user's data, an
+    add/remove ``epsilon`` costs ``2 epsilon``, a local ``epsilon`` costs ``epsilon``, a d_EM-DP release
+    costs its user-level guarantee at ``d_EM = 1``); a release that implies nothing of the budget's kind
+    is refused with the reason. Costs compose by basic composition (epsilons or alphas add, deltas add).
+    A release that would overspend is refused *before* it is computed (:meth:`run`).
+
+    Parameters
+    ----------
+    budget : Guarantee
+        The budget. A sequence holding exactly one guarantee is accepted too; several budgets (for
+        several relations) are refused, because budgets that never cross-charge do not bound the loss.
 
     Examples
     --------
-    >>> from userdp.privacy import Session, PureDP
-    >>> s = Session(PureDP(1.0))
-    >>> s.charge(PureDP(0.4), "histogram")
-    >>> s.remaining(PureDP(0.1)).epsilon
-    0.6
+    >>> from userdp.privacy import Session, PureDP, Neighbours
+    >>> s = Session(PureDP(4.0, neighbours=Neighbours.REPLACE_USER))
+    >>> s.charge(PureDP(1.0), "histogram")  # add/remove one user: costs 2 under replace
+    >>> s.remaining().epsilon
+    2.0
     """
 
     def __init__(self, budget: Guarantee | Sequence[Guarantee]):
         budgets = [budget] if isinstance(budget, Guarantee) else list(budget)
-        if not budgets:
-            raise ValueError("a session needs at least one budget")
-        self._budgets: dict[tuple, Guarantee] = {}
-        for b in budgets:
-            key = b.budget_key()
-            if key in self._budgets:
-                raise ValueError(f"two budgets of the same kind: {b!r}")
-            self._budgets[key] = b
-        self._spent: dict[tuple, Guarantee] = {}
+        if len(budgets) != 1:
+            kinds = ", ".join(guarantee_kind(b) for b in budgets) or "none"
+            raise ParameterError(
+                f"a session protects one kind of guarantee (one neighbour relation), got {len(budgets)} budgets "
+                f"({kinds}); pass one budget: releases of other kinds are converted into it (for replace one "
+                "user's data, an add/remove epsilon costs 2 epsilon and a local epsilon costs epsilon)"
+            )
+        (b,) = budgets
+        if not isinstance(b, Guarantee):
+            raise ParameterError(f"a budget must be a privacy guarantee, got {b!r}")
+        self.budget: Guarantee = b
+        self._spent: Guarantee | None = None
         self.ledger: list[LedgerEntry] = []
 
-    def _budget_for(self, g: Guarantee) -> Guarantee:
-        try:
-            return self._budgets[g.budget_key()]
-        except KeyError:
-            raise BudgetExceededError(
-                f"this session has no budget for guarantees of kind {g.budget_key()}; it has "
-                f"{[b.describe() for b in self._budgets.values()]}"
-            ) from None
+    def cost(self, g: Guarantee) -> Guarantee:
+        """What a release with guarantee ``g`` costs in this session's budget (raises
+        :class:`BudgetExceededError` if it cannot be charged to it at all)."""
+        return convert_to_budget(g, self.budget)
 
-    def spent(self, kind: Guarantee) -> Guarantee | None:
-        """Total spent so far on the kind of ``kind`` (``None`` if nothing)."""
-        return self._spent.get(kind.budget_key())
+    def spent(self) -> Guarantee | None:
+        """Total spent so far, in the budget's kind (``None`` if nothing)."""
+        return self._spent
 
-    def remaining(self, kind: Guarantee) -> Guarantee | None:
-        """What is left of the budget of the kind of ``kind`` (``None`` if it is used up)."""
-        budget = self._budget_for(kind)
-        spent = self._spent.get(kind.budget_key())
+    def remaining(self) -> Guarantee | None:
+        """What is left of the budget (``None`` if it is used up)."""
+        budget, spent = self.budget, self._spent
         if spent is None:
             return budget
-        main_field = "epsilon" if hasattr(budget, "epsilon") else "alpha"
-        main = getattr(budget, main_field) - getattr(spent, main_field)
-        if main <= 1e-12 * getattr(budget, main_field):
+        main = _main(budget) - _main(spent)
+        if main <= 1e-12 * _main(budget):
             return None
-        delta = max(budget.delta - spent.delta, 0.0)
+        delta = max(budget.delta - spent.delta, 0.0)  # type: ignore[attr-defined]
         if isinstance(budget, ApproxDP):
-            if delta == 0.0:
-                return PureDP(main, neighbours=budget.neighbours)
-            return ApproxDP(main, delta, budget.neighbours)
-        return dataclasses.replace(budget, **{main_field: main, "delta": delta})
+            return ApproxDP(main, delta, budget.neighbours) if delta else PureDP(main, neighbours=budget.neighbours)
+        field = "epsilon" if hasattr(budget, "epsilon") else "alpha"
+        extra = {"curve": None} if isinstance(budget, EMDMetricDP) else {}
+        return dataclasses.replace(budget, **{field: main, "delta": delta}, **extra)
+
+    def _total_with(self, cost: Guarantee) -> Guarantee:
+        return cost if self._spent is None else self._spent.compose(cost)
 
     def can_spend(self, g: Guarantee) -> bool:
-        """True if ``g`` fits in what is left."""
+        """True if a release with guarantee ``g`` fits in what is left."""
         try:
-            budget = self._budget_for(g)
+            return self._total_with(self.cost(g)).fits_within(self.budget)
         except BudgetExceededError:
             return False
-        spent = self._spent.get(g.budget_key())
-        total = g if spent is None else spent.compose(g)
-        return total.fits_within(budget)
 
     def charge(self, g: Guarantee, label: str = "", mechanism: str = "") -> None:
-        """Record a release of guarantee ``g``; raise :class:`BudgetExceededError` (and record nothing)
-        if it does not fit."""
-        budget = self._budget_for(g)
-        spent = self._spent.get(g.budget_key())
-        total = g if spent is None else spent.compose(g)
-        if not total.fits_within(budget):
+        """Record a release of guarantee ``g`` at its converted cost; raise :class:`BudgetExceededError`
+        (and record nothing) if it cannot be charged or does not fit."""
+        self._record(g, self.cost(g), label, mechanism)
+
+    def _record(self, g: Guarantee, cost: Guarantee, label: str, mechanism: str) -> None:
+        total = self._total_with(cost)
+        if not total.fits_within(self.budget):
+            converted = "" if cost is g else f" (it delivers {_head(g)})"
             raise BudgetExceededError(
-                f"release {label!r} needs {g.describe()}; with what is already spent the total would be "
-                f"{total.describe()}, over the budget {budget.describe()}"
+                f"release {label!r} costs {_head(cost)}{converted}; with what is already spent "
+                f"the total would be {_head(total)}, over the budget {_head(self.budget)}"
             )
-        self._spent[g.budget_key()] = total
-        self.ledger.append(LedgerEntry(label, g, mechanism))
+        self._spent = total
+        self.ledger.append(LedgerEntry(label, g, mechanism, cost))
 
     # ---------------------------------------------------------------- persistence (the CLI's --ledger)
 
     def to_dict(self) -> dict:
         return {
-            "format": "userdp-ledger/1",
-            "budgets": [guarantee_to_dict(b) for b in self._budgets.values()],
+            "format": LEDGER_FORMAT,
+            "budget": guarantee_to_dict(self.budget),
             "entries": [
-                {"label": e.label, "mechanism": e.mechanism, "guarantee": guarantee_to_dict(e.guarantee)}
+                {
+                    "label": e.label,
+                    "mechanism": e.mechanism,
+                    "guarantee": guarantee_to_dict(e.guarantee),
+                    "cost": guarantee_to_dict(e.cost),
+                }
                 for e in self.ledger
             ],
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> Session:
-        if d.get("format") != "userdp-ledger/1":
-            raise ParameterError("not a userdp ledger (format userdp-ledger/1)")
-        s = cls([guarantee_from_dict(b) for b in d["budgets"]])
+        """Inverse of :meth:`to_dict`. The recorded costs are replayed (a per-distance curve is not stored,
+        so a cost is not recomputed from the stored guarantee). A ledger of the first format with one budget
+        is read as is; one with several budgets is refused with instructions."""
+        fmt = d.get("format")
+        if fmt == "userdp-ledger/1":
+            return cls._from_v1(d)
+        if fmt != LEDGER_FORMAT:
+            raise ParameterError(f"not a userdp ledger (format {LEDGER_FORMAT})")
+        s = cls(guarantee_from_dict(d["budget"]))
         for e in d.get("entries", []):
-            s.charge(guarantee_from_dict(e["guarantee"]), e.get("label", ""), e.get("mechanism", ""))
+            g = guarantee_from_dict(e["guarantee"])
+            cost = guarantee_from_dict(e["cost"])
+            if cost.budget_key() != s.budget.budget_key():
+                raise ParameterError(f"entry {e.get('label', '')!r} records a cost of another kind than the budget")
+            s._record(g, cost, e.get("label", ""), e.get("mechanism", ""))
         return s
 
+    @classmethod
+    def _from_v1(cls, d: dict) -> Session:
+        budgets = [guarantee_from_dict(b) for b in d["budgets"]]
+        entries = [
+            (guarantee_from_dict(e["guarantee"]), e.get("label", ""), e.get("mechanism", ""))
+            for e in d.get("entries", [])
+        ]
+        if len(budgets) == 1:  # one budget: every entry was charged to it as is
+            s = cls(budgets[0])
+            for g, label, mechanism in entries:
+                if g.budget_key() != s.budget.budget_key():
+                    raise ParameterError(f"entry {label!r} is of another kind than the ledger's budget")
+                s._record(g, g, label, mechanism)
+            return s
+        kinds = "; ".join(_head(b) for b in budgets)
+        replace = PureDP(1.0, neighbours=Neighbours.REPLACE_USER)
+        spent: Guarantee | None = None
+        for g, _, _ in entries:
+            try:
+                cost = convert_to_budget(g, replace)
+                spent = cost if spent is None else spent.compose(cost)
+            except BudgetExceededError:
+                spent = None
+                break
+        past = (
+            f" The {len(entries)} release(s) it records cost {_head(spent)} in total under replace "
+            "one user's data; subtract that from the budget you choose."
+            if spent is not None
+            else ""
+        )
+        raise ParameterError(
+            f"this ledger was written by an older userdp and keeps separate budgets for {len(budgets)} kinds "
+            f"({kinds}). Budgets that never cross-charge do not bound the total privacy loss, so a ledger now "
+            "protects one neighbour relation and converts every release into it (add/remove epsilon costs "
+            "2 epsilon under replace one user's data). Re-create it with `userdp ledger init FILE --force "
+            "--budget replace:EPSILON[:DELTA]` (or add-remove: or local: if every release is of that relation)." + past
+        )
+
     def save(self, path: str | Path) -> None:
-        """Write the budgets and the ledger to ``path`` atomically (a temporary file, then a rename)."""
+        """Write the budget and the ledger to ``path`` atomically (a temporary file, then a rename).
+
+        This does not take the ledger's lock: to update a ledger that other processes may use, call
+        :meth:`locked` instead (a plain load, charge and save can lose a concurrent charge).
+        """
         path = Path(path)
         fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=".ledger-")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(self.to_dict(), fh, indent=1)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(self.to_dict(), fh, indent=1)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     @classmethod
     def load(cls, path: str | Path) -> Session:
@@ -172,8 +305,34 @@ class Session:
                 return cls.from_dict(json.load(fh))
         except FileNotFoundError:
             raise ParameterError(f"no ledger at {path}; create one with `userdp ledger init`") from None
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except ParameterError as exc:
+            raise ParameterError(f"{path}: {exc}") from None
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, BudgetExceededError) as exc:
             raise ParameterError(f"{path} is not a valid userdp ledger: {exc}") from None
+
+    @classmethod
+    @contextmanager
+    def locked(cls, path: str | Path) -> Iterator[Session]:
+        """Update the ledger file ``path`` under an exclusive lock (:func:`ledger_lock`).
+
+        The ledger is re-read once the lock is held, the block charges it, and on a normal exit the
+        ledger is saved atomically (only if it changed) before the lock is released. If the block
+        raises (for example :class:`BudgetExceededError`), nothing is written. Concurrent processes
+        are therefore serialized: each one checks its charge against everything charged before it,
+        so together they can never spend more than the budget.
+
+        Examples
+        --------
+        >>> with Session.locked("budget.json") as s:  # doctest: +SKIP
+        ...     s.charge(release.guarantee, "histogram", release.mechanism)
+        """
+        path = Path(path)
+        with ledger_lock(path):
+            session = cls.load(path)
+            before = session.to_dict()
+            yield session
+            if session.to_dict() != before:
+                session.save(path)
 
     def run(self, guarantee: Guarantee, fn: Callable[..., Any], *args: Any, label: str = "", **kwargs: Any) -> Any:
         """Check that ``guarantee`` fits, run ``fn(*args, **kwargs)``, then record it.

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from ..errors import ParameterError
+from ..errors import BudgetExceededError, ParameterError
 
 __all__ = [
     "Neighbours",
@@ -36,6 +36,8 @@ __all__ = [
     "alpha_from_targets",
     "metric_from_dp",
     "compose",
+    "convert_to_budget",
+    "guarantee_kind",
 ]
 
 
@@ -80,7 +82,9 @@ class Guarantee:
         raise NotImplementedError
 
     def compose(self, other: Guarantee) -> Guarantee:
-        """Basic (sequential) composition with another guarantee of the same kind."""
+        """Basic (sequential) composition with another guarantee of the same kind: the main parameters
+        (epsilons or alphas) add, the deltas add. Raises :class:`BudgetExceededError` if the deltas sum to
+        1 or more (such a composition protects nothing), and ``TypeError`` for another kind."""
         raise NotImplementedError
 
     def fits_within(self, budget: Guarantee, rtol: float = 1e-12) -> bool:
@@ -93,6 +97,27 @@ class Guarantee:
 
 def _le(a: float, b: float, rtol: float) -> bool:
     return a <= b * (1 + rtol) + 1e-300
+
+
+def _composed_delta(a: Guarantee, b: Guarantee) -> float:
+    """``delta_a + delta_b`` for basic composition, refused once it reaches 1.
+
+    A composition whose deltas sum to 1 or more protects nothing: ``delta >= 1`` holds for every
+    mechanism. No budget (``delta < 1``) can pay for it, so this is a :class:`BudgetExceededError`,
+    not a guarantee with ``delta`` rounded to just below 1 (which would claim more than was proven).
+    """
+    total = a.delta + b.delta  # type: ignore[attr-defined]
+    if not total < 1.0:
+        raise BudgetExceededError(
+            f"composing {_headline(a)} with {_headline(b)} gives delta = {total:.3g} >= 1, which protects "
+            "nothing; no budget can pay for it"
+        )
+    return total
+
+
+def _headline(g: Guarantee) -> str:
+    """The first clause of ``g.describe()`` (for example ``(1, 1e-06)-DP for replace one user's data``)."""
+    return g.describe().split(":")[0]
 
 
 @dataclass(frozen=True)
@@ -125,10 +150,9 @@ class ApproxDP(Guarantee):
     def compose(self, other: Guarantee) -> ApproxDP:
         if not isinstance(other, ApproxDP) or other.neighbours != self.neighbours:
             raise TypeError(f"cannot compose {self!r} with {other!r}")
-        cls = PureDP if (self.pure and other.pure) else ApproxDP
-        if cls is PureDP:
+        if self.pure and other.pure:
             return PureDP(self.epsilon + other.epsilon, neighbours=self.neighbours)
-        return ApproxDP(self.epsilon + other.epsilon, min(self.delta + other.delta, 1 - 1e-300), self.neighbours)
+        return ApproxDP(self.epsilon + other.epsilon, _composed_delta(self, other), self.neighbours)
 
     def fits_within(self, budget: Guarantee, rtol: float = 1e-12) -> bool:
         return (
@@ -181,7 +205,7 @@ class ItemMetricDP(Guarantee):
     def compose(self, other: Guarantee) -> ItemMetricDP:
         if not isinstance(other, ItemMetricDP) or other.metric != self.metric:
             raise TypeError(f"cannot compose {self!r} with {other!r}")
-        return ItemMetricDP(self.alpha + other.alpha, self.delta + other.delta, self.metric)
+        return ItemMetricDP(self.alpha + other.alpha, _composed_delta(self, other), self.metric)
 
     def fits_within(self, budget: Guarantee, rtol: float = 1e-12) -> bool:
         return (
@@ -252,7 +276,9 @@ class EMDMetricDP(Guarantee):
     def compose(self, other: Guarantee) -> EMDMetricDP:
         if not isinstance(other, EMDMetricDP) or other.budget_key() != self.budget_key():
             raise TypeError(f"cannot compose {self!r} with {other!r}")
-        return EMDMetricDP(self.alpha + other.alpha, self.delta + other.delta, self.model, self.bounded, self.metric)
+        return EMDMetricDP(
+            self.alpha + other.alpha, _composed_delta(self, other), self.model, self.bounded, self.metric
+        )
 
     def fits_within(self, budget: Guarantee, rtol: float = 1e-12) -> bool:
         return (
@@ -312,7 +338,9 @@ class DiscreteEMDDP(Guarantee):
     def compose(self, other: Guarantee) -> DiscreteEMDDP:
         if not isinstance(other, DiscreteEMDDP) or other.budget_key() != self.budget_key():
             raise TypeError(f"cannot compose {self!r} with {other!r}")
-        return DiscreteEMDDP(self.epsilon + other.epsilon, self.delta + other.delta, self.r, self.model, self.metric)
+        return DiscreteEMDDP(
+            self.epsilon + other.epsilon, _composed_delta(self, other), self.r, self.model, self.metric
+        )
 
     def fits_within(self, budget: Guarantee, rtol: float = 1e-12) -> bool:
         return (
@@ -371,7 +399,8 @@ def metric_from_dp(guarantee: ApproxDP, d_min: float) -> tuple[float, float]:
 
 
 def compose(guarantees: Iterable[Guarantee]) -> Guarantee:
-    """Basic composition of a sequence of guarantees of one kind."""
+    """Basic composition of a sequence of guarantees of one kind (see :meth:`Guarantee.compose`; raises
+    :class:`BudgetExceededError` if the deltas sum to 1 or more)."""
     it = iter(guarantees)
     try:
         total = next(it)
@@ -380,3 +409,240 @@ def compose(guarantees: Iterable[Guarantee]) -> Guarantee:
     for g in it:
         total = total.compose(g)
     return total
+
+
+# --------------------------------------------------------------------------------------------
+# Charging a release to a budget of one kind
+# --------------------------------------------------------------------------------------------
+
+_AR, _REPLACE, _LOCAL = Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER, Neighbours.ANY_TWO_INPUTS
+
+# Why a user-level guarantee under one relation implies nothing under another (see convert_to_budget).
+_NO_IMPLICATION = {
+    (_REPLACE, _AR): (
+        "a replace-one-user guarantee does not bound adding or removing a user (a mechanism may publish the "
+        "exact number of users and still be 0-DP for replacing one)"
+    ),
+    (_LOCAL, _AR): (
+        "a local-model guarantee protects what a user's report says, not whether the user took part (the number "
+        "of reports may be exact)"
+    ),
+    (_AR, _LOCAL): "a central guarantee does not protect a user's data from the curator who computes the release",
+    (_REPLACE, _LOCAL): "a central guarantee does not protect a user's data from the curator who computes the release",
+}
+
+
+def guarantee_kind(g: Guarantee) -> str:
+    """The kind of guarantee ``g`` is, in words: what a budget of this kind protects (for example
+    ``user-level DP for replace one user's data``)."""
+    metric = f" (metric {g.metric})" if getattr(g, "metric", "") else ""
+    if isinstance(g, ApproxDP):
+        if g.neighbours is Neighbours.ITEM:
+            return "item-level DP (change one item)"
+        return f"user-level DP for {g.neighbours.value}"
+    if isinstance(g, EMDMetricDP):
+        return f"{'bounded' if g.bounded else 'unbounded'} {g.model.value} d_EM-DP{metric}"
+    if isinstance(g, DiscreteEMDDP):
+        return f"discrete {g.model.value} d_EM-DP with r = {g.r:.4g}{metric}"
+    if isinstance(g, ItemMetricDP):
+        return f"item-level d_X-DP{metric}"
+    return type(g).__name__
+
+
+def _dp(epsilon: float, delta: float, neighbours: Neighbours) -> ApproxDP:
+    return ApproxDP(epsilon, delta, neighbours) if delta else PureDP(epsilon, neighbours=neighbours)
+
+
+def _refuse(g: Guarantee, budget: Guarantee, reason: str, implied: Guarantee | None = None) -> BudgetExceededError:
+    via = f" (which implies {_headline(implied)})" if implied is not None and implied is not g else ""
+    return BudgetExceededError(
+        f"a release with {_headline(g)}{via} cannot be charged to a budget of {guarantee_kind(budget)}: {reason}"
+    )
+
+
+def _user_level(g: Guarantee, budget: Guarantee) -> ApproxDP:
+    """A user-level guarantee implied by ``g``: itself, or a d_EM-DP guarantee at the largest distance."""
+    if isinstance(g, ApproxDP):
+        if g.neighbours is Neighbours.ITEM:
+            raise _refuse(g, budget, "an item-level guarantee protects one item, not a user's data")
+        return g
+    if isinstance(g, EMDMetricDP):
+        return g.user_level_dp(1.0)
+    if isinstance(g, DiscreteEMDDP):
+        eps, delta = g.at_distance(1.0)
+        if not delta < 1.0:
+            raise _refuse(
+                g, budget, f"at d_EM = 1 ({math.ceil(1 / g.r - 1e-12)} steps of group privacy) its delta reaches 1"
+            )
+        return _dp(eps, delta, _LOCAL if g.model is Model.LOCAL else _REPLACE)
+    if isinstance(g, ItemMetricDP):
+        raise _refuse(g, budget, "an item-level guarantee protects one item, not a user's data")
+    raise _refuse(g, budget, f"no conversion is known for {type(g).__name__}")
+
+
+def _to_relation(g: Guarantee, budget: ApproxDP) -> ApproxDP:
+    target = budget.neighbours
+    if target is Neighbours.ITEM:
+        if isinstance(g, ApproxDP) and g.neighbours is Neighbours.ITEM:
+            return g
+        raise _refuse(g, budget, "only item-level (epsilon, delta)-DP releases can be charged to it")
+    ul = _user_level(g, budget)
+    source = ul.neighbours
+    if source is target:
+        return ul
+    if source is _LOCAL and target is _REPLACE:
+        return _dp(ul.epsilon, ul.delta, _REPLACE)
+    if source is _AR and target is _REPLACE:
+        eps, delta = group_privacy(ul.epsilon, ul.delta, 2)
+        if not delta < 1.0:
+            raise _refuse(g, budget, "replacing a user is two add/remove steps, and then its delta reaches 1")
+        return _dp(eps, delta, _REPLACE)
+    hint = " A budget for replace one user's data accepts every user-level release."
+    raise _refuse(g, budget, _NO_IMPLICATION[(source, target)] + "." + hint, implied=ul)
+
+
+def _same_metric(g: Guarantee, budget: Guarantee) -> None:
+    if g.metric != budget.metric:  # type: ignore[attr-defined]
+        raise _refuse(g, budget, "its metric differs from the budget's (alpha is per unit of the metric)")
+
+
+def _to_emd(g: Guarantee, budget: EMDMetricDP) -> EMDMetricDP:
+    if not isinstance(g, EMDMetricDP):
+        raise _refuse(
+            g,
+            budget,
+            "only d_EM-DP releases can be charged to it (user-level and discrete d_EM-DP guarantees bound datasets "
+            "at a small d_EM by a fixed epsilon > 0, not by alpha d_EM)",
+        )
+    _same_metric(g, budget)
+    if g.model is Model.CENTRAL and budget.model is Model.LOCAL:
+        raise _refuse(g, budget, _NO_IMPLICATION[(_REPLACE, _LOCAL)])
+    if g.bounded is False or budget.bounded is True:  # unbounded covers bounded pairs; bounded covers only bounded
+        return EMDMetricDP(g.alpha, g.delta, budget.model, budget.bounded, budget.metric)
+    raise _refuse(g, budget, "a bounded guarantee covers only datasets of equal size")
+
+
+def _to_discrete(g: Guarantee, budget: DiscreteEMDDP) -> DiscreteEMDDP:
+    if isinstance(g, DiscreteEMDDP):
+        eps, delta = g.at_distance(budget.r)
+    elif isinstance(g, EMDMetricDP) and not g.bounded:
+        eps, delta = g.alpha * budget.r, g.delta  # the headline alpha: valid at every distance
+    else:
+        raise _refuse(
+            g,
+            budget,
+            "only discrete d_EM-DP and unbounded d_EM-DP releases can be charged to it (discrete d_EM-DP covers "
+            "datasets of any sizes)",
+        )
+    _same_metric(g, budget)
+    if g.model is Model.CENTRAL and budget.model is Model.LOCAL:
+        raise _refuse(g, budget, _NO_IMPLICATION[(_REPLACE, _LOCAL)])
+    if not delta < 1.0:
+        raise _refuse(g, budget, f"at d_EM <= {budget.r:.4g} its delta reaches 1")
+    return DiscreteEMDDP(eps, delta, budget.r, budget.model, budget.metric)
+
+
+def convert_to_budget(guarantee: Guarantee, budget: Guarantee) -> Guarantee:
+    """What a release with ``guarantee`` costs in a budget of the kind of ``budget``.
+
+    A :class:`~userdp.privacy.Session` (and a ``--ledger`` file) protects ONE kind of guarantee, for
+    example ``(epsilon, delta)``-DP for replace one user's data. Every release is charged by this
+    function: it returns a guarantee of the budget's kind that ``guarantee`` implies, or refuses.
+    This is the only place where userdp converts between kinds.
+
+    **User-level budgets** (:class:`ApproxDP` under one neighbour relation). A d_EM-DP guarantee is
+    first read at the largest distance ``d_EM = 1`` (normalized units; Imola et al., section 8):
+    :meth:`EMDMetricDP.user_level_dp` for ``(alpha, delta)``-d_EM-DP, and
+    :meth:`DiscreteEMDDP.at_distance` (``ceil(1/r)`` steps of group privacy) for discrete d_EM-DP.
+    The local model then gives "any two inputs of one user", the central model "replace one user's
+    data". The user-level ``(eps, delta)`` is then charged as
+
+    ::
+
+        release is DP for        budget add/remove   budget replace                budget local
+        add or remove one user   (eps, delta)        (2 eps, (1 + e^eps) delta)    refused
+        replace one user         refused             (eps, delta)                  refused
+        local (any two inputs)   refused             (eps, delta)                  (eps, delta)
+
+    Derivations:
+
+    * add/remove -> replace. Replacing user ``i``'s data ``D_i`` by ``D_i'`` is two add/remove steps
+      (remove ``D_i``, then add ``D_i'``). Group privacy for ``k = 2`` (:func:`group_privacy`):
+      ``P[M(D) in S] <= e^eps (e^eps P[M(D') in S] + delta) + delta``, that is
+      ``(2 eps, delta (e^(2 eps) - 1) / (e^eps - 1)) = (2 eps, (1 + e^eps) delta)``. Both parts are tight
+      (tested exactly).
+    * local -> replace. A local-model release applies a randomizer to each user's data separately
+      and publishes (a post-processing of) the reports. Replacing one user's data changes the input of
+      one randomizer, whose outputs for any two inputs are ``(eps, delta)``-indistinguishable; the other
+      reports keep their law and are independent of it. So the release is ``(eps, delta)``-DP for
+      replace-one-user.
+    * replace -> add/remove is refused: a replace-one-user guarantee says nothing about whether a
+      user took part (publishing the exact number of users is 0-DP for replace).
+    * local -> add/remove is refused for the same reason: the reports show how many users took part.
+    * add/remove or replace -> local is refused: a central guarantee does not protect a user's data
+      from the curator who computes the release.
+    * item-level guarantees (:class:`ItemMetricDP`, or DP for ``Neighbours.ITEM``) are refused: they
+      protect one item, not a user's data.
+
+    So a budget for replace one user's data accepts every user-level release; add/remove and local
+    budgets accept only their own relation (and d_EM-DP releases that imply it).
+
+    **d_EM-DP budgets** (:class:`EMDMetricDP` of one model, boundedness and metric): ``(alpha, delta)``
+    charges as is when
+
+    * it is of the budget's kind;
+    * it is local and the budget central (bounded): per distance, the local -> replace argument above;
+    * it is unbounded and the budget bounded: equal-size pairs are some of all pairs.
+
+    Refused: central -> local (as above), bounded -> unbounded (equal sizes only), another metric
+    (``alpha`` is per unit of the metric), and user-level or discrete d_EM-DP guarantees (they bound
+    datasets at a small ``d_EM`` by a fixed ``epsilon > 0``, not by ``alpha d_EM -> 0``).
+
+    **Discrete d_EM-DP budgets** (:class:`DiscreteEMDDP` of one model, radius ``r`` and metric):
+
+    * discrete ``(eps', delta', r')``: pairs at ``d_EM <= r`` are ``ceil(r / r')`` steps of at most
+      ``r'`` (Fact 5.1), so the cost is :meth:`DiscreteEMDDP.at_distance` ``(r)`` (``(eps', delta')`` if
+      ``r' >= r``);
+    * unbounded ``(alpha, delta)``-d_EM-DP: pairs at ``d_EM <= r`` cost at most ``(alpha r, delta)``
+      (the headline ``alpha``; a per-distance curve is not used);
+    * local -> central as above; refused: central -> local, bounded d_EM-DP (discrete d_EM-DP covers
+      datasets of any sizes), another metric, user-level DP.
+
+    **Item-level budgets** accept only their own kind (same metric).
+
+    Parameters
+    ----------
+    guarantee : Guarantee
+        What a release delivers.
+    budget : Guarantee
+        The budget (only its kind matters: relation, model, metric, ``r``).
+
+    Returns
+    -------
+    Guarantee
+        The cost, of the budget's kind (``guarantee`` itself when it is already of that kind).
+
+    Raises
+    ------
+    BudgetExceededError
+        If ``guarantee`` implies nothing of the budget's kind (the message says why), or if the
+        converted delta reaches 1.
+
+    Examples
+    --------
+    >>> from userdp.privacy import PureDP, Neighbours, convert_to_budget
+    >>> convert_to_budget(PureDP(1.0), PureDP(4.0, neighbours=Neighbours.REPLACE_USER))
+    PureDP(epsilon=2.0, neighbours=REPLACE_USER)
+    """
+    if isinstance(budget, ApproxDP):
+        return _to_relation(guarantee, budget)
+    if isinstance(budget, EMDMetricDP):
+        return _to_emd(guarantee, budget)
+    if isinstance(budget, DiscreteEMDDP):
+        return _to_discrete(guarantee, budget)
+    if isinstance(budget, ItemMetricDP):
+        if isinstance(guarantee, ItemMetricDP):
+            _same_metric(guarantee, budget)
+            return guarantee
+        raise _refuse(guarantee, budget, "only item-level d_X-DP releases can be charged to it")
+    raise ParameterError(f"a budget must be a privacy guarantee, got {budget!r}")

@@ -1,0 +1,148 @@
+"""``userdp ledger`` and ``--ledger``: one relation per ledger, every release converted into it, refusals that
+change nothing, and old multi-budget ledgers refused with instructions (issue 13, findings 4 and 5)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests import cli_argv
+from userdp import cli_ledger
+from userdp.cli import main
+from userdp.errors import BudgetExceededError
+from userdp.privacy import EMDMetricDP, Neighbours, PureDP
+
+AR, REPLACE, LOCAL = Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER, Neighbours.ANY_TWO_INPUTS
+
+
+def _init(capsys, path: Path, *budgets: str) -> int:
+    code = main(["ledger", "init", str(path)] + [a for b in budgets for a in ("--budget", b)])
+    capsys.readouterr()
+    return code
+
+
+def test_init_takes_exactly_one_budget(tmp_path, capsys):
+    ledger = tmp_path / "ledger.json"
+    assert main(["ledger", "init", str(ledger), "--budget", "add-remove:1", "--budget", "replace:1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("userdp: error: a ledger protects one neighbour relation")
+    assert "pass --budget once" in err and not ledger.exists()
+    assert _init(capsys, ledger, "replace:4:1e-6") == 0
+    assert json.loads(ledger.read_text())["budget"] == {
+        "kind": "ApproxDP",
+        "epsilon": 4.0,
+        "delta": 1e-6,
+        "neighbours": REPLACE.value,
+    }
+    assert _init(capsys, ledger, "replace:1") == 2  # exists, no --force
+
+
+def test_the_issue_example_and_ledger_show(tmp_path, capsys):
+    """A replace-one-user ledger of 4 takes add/remove 1 (costs 2) + replace 1 + local 1, then nothing;
+    `ledger show` prints the relation, spent, left and each release's original and converted cost."""
+    ledger = tmp_path / "ledger.json"
+    assert _init(capsys, ledger, "replace:4") == 0
+    for command, nb in [("distinct", AR), ("linear", REPLACE), ("itemwise", LOCAL)]:
+        cli_ledger.charge(argparse.Namespace(ledger=str(ledger), command=command), PureDP(1.0, neighbours=nb), "m")
+    before = ledger.read_text()
+    for nb in (AR, REPLACE, LOCAL):
+        with pytest.raises(BudgetExceededError, match="over the budget"):
+            cli_ledger.charge(argparse.Namespace(ledger=str(ledger), command="x"), PureDP(0.01, neighbours=nb), "m")
+    assert ledger.read_text() == before
+    assert main(["ledger", "show", str(ledger)]) == 0
+    text = capsys.readouterr().out
+    assert "protects user-level DP for replace one user's data: budget epsilon 4; spent epsilon 4; left nothing" in text
+    assert "3 release(s) charged" in text
+    assert "distinct (m): delivers 1-DP for add or remove one user; costs epsilon 2" in text
+    assert "linear (m): delivers 1-DP for replace one user's data; costs epsilon 1" in text
+    assert "itemwise (m): delivers 1-DP for any two inputs of one user (local model); costs epsilon 1" in text
+    assert main(["ledger", "show", str(ledger), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["protects"] == "user-level DP for replace one user's data"
+    assert (shown["budget"], shown["spent"], shown["left"]) == ("epsilon 4", "epsilon 4", "nothing")
+    assert [r["costs"] for r in shown["releases"]] == ["epsilon 2", "epsilon 1", "epsilon 1"]
+    assert shown["releases"][0]["guarantee"]["neighbours"] == AR.value
+    assert shown["releases"][0]["cost"]["neighbours"] == REPLACE.value
+
+
+@pytest.fixture
+def reviews(tmp_path) -> Path:
+    path = tmp_path / "reviews.csv"
+    rows = ["reviewer,text"] + [f"p{i % 40},word{i % 97} other{i % 13}" for i in range(400)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_cli_release_is_charged_at_its_converted_cost(tmp_path, capsys, reviews):
+    """`userdp distinct` is 1-DP for add/remove one user: a replace-one-user ledger of 3 pays 2 for it, and
+    refuses a second run (4 > 3) before printing anything."""
+    ledger = tmp_path / "ledger.json"
+    assert _init(capsys, ledger, "replace:3") == 0
+    argv = cli_argv.distinct(reviews, "reviewer", "text", "--tokenize", "--epsilon", "1", "--json")
+    assert main(argv + ["--ledger", str(ledger)]) == 0
+    assert json.loads(capsys.readouterr().out)["lower_bound"] >= 0
+    entries = json.loads(ledger.read_text())["entries"]
+    assert [(e["guarantee"]["epsilon"], e["cost"]["epsilon"]) for e in entries] == [(1.0, 2.0)]
+    before = ledger.read_text()
+    assert main(argv + ["--ledger", str(ledger)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "costs 2-DP for replace one user's data" in err and "over the budget" in err
+    assert ledger.read_text() == before
+
+
+def test_an_add_remove_ledger_refuses_a_local_release(tmp_path, capsys):
+    """`userdp linear` (local model) is d_EM-DP for one user's inputs: it implies nothing about adding or
+    removing a user, so an add/remove ledger refuses it with the reason, whatever its size."""
+    rng = np.random.default_rng(0)
+    rows = ["user,lat,lon"] + [
+        f"u{u},{40.6 + 0.3 * rng.random():.5f},{-74.1 + 0.3 * rng.random():.5f}" for u in range(50)
+    ]
+    data = tmp_path / "data.csv"
+    data.write_text("\n".join(rows) + "\n")
+    ledger = tmp_path / "ledger.json"
+    assert _init(capsys, ledger, "add-remove:1000") == 0
+    before = ledger.read_text()
+    assert main(cli_argv.greatcircle(data, "--alpha", "2", "--json", "--ledger", str(ledger))) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "cannot be charged to a budget of user-level DP for add or remove one user" in err
+    assert "not whether the user took part" in err and "replace one user's data accepts every" in err
+    assert ledger.read_text() == before
+    assert _init(capsys, tmp_path / "replace.json", "replace:5") == 0  # the same release under replace: costs 2
+    assert main(cli_argv.greatcircle(data, "--alpha", "2", "--json", "--ledger", str(tmp_path / "replace.json"))) == 0
+    capsys.readouterr()
+    (entry,) = json.loads((tmp_path / "replace.json").read_text())["entries"]
+    assert entry["guarantee"]["kind"] == "EMDMetricDP" and entry["cost"]["epsilon"] == 2.0
+
+
+def test_an_old_multi_budget_ledger_is_refused_with_how_to_recreate_it(tmp_path, capsys, reviews):
+    old = {
+        "format": "userdp-ledger/1",
+        "budgets": [
+            {"kind": "PureDP", "epsilon": 1.0, "delta": 0.0, "neighbours": nb} for nb in (AR.value, REPLACE.value)
+        ],
+        "entries": [],
+    }
+    ledger = tmp_path / "old.json"
+    ledger.write_text(json.dumps(old))
+    before = ledger.read_text()
+    for argv in (
+        ["ledger", "show", str(ledger)],
+        cli_argv.distinct(reviews, "reviewer", "text", "--epsilon", "1", "--ledger", str(ledger)),
+    ):
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith(f"userdp: error: {ledger}: this ledger was written by an older userdp")
+        assert "userdp ledger init FILE --force --budget replace:EPSILON[:DELTA]" in err
+    assert ledger.read_text() == before
+
+
+def test_charge_converts_demd_releases_to_the_ledger_relation(tmp_path, capsys):
+    ledger = tmp_path / "ledger.json"
+    assert _init(capsys, ledger, "local:3:1e-6") == 0
+    cli_ledger.charge(argparse.Namespace(ledger=str(ledger), command="itemwise"), EMDMetricDP(2.0, 1e-8), "gkrr")
+    (entry,) = json.loads(ledger.read_text())["entries"]
+    assert entry["cost"] == {"kind": "ApproxDP", "epsilon": 2.0, "delta": 1e-8, "neighbours": LOCAL.value}
