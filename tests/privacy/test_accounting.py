@@ -476,3 +476,16 @@ def test_numerical_calibration_route():
     nb = numerical_shuffle_guarantee(num.alpha0, 20, num.delta, n=200)
     P, Q = _pmfs(20, 200, 20, num.alpha0)
     assert hockey_stick(P, Q, nb.alpha) <= nb.delta_prime
+
+
+def test_a_vacuous_bound_is_not_turned_into_a_guarantee():
+    """A Theorem 4.4 bound with delta' >= 1 protects nothing; its guarantee() used to cap delta' at
+    1 - 1e-16 (a claim), it now refuses."""
+    from userdp.errors import ParameterError
+    from userdp.privacy.accounting import shuffle_guarantee, validity_limit
+
+    m, n, delta = 20, 100, 0.01
+    b = shuffle_guarantee(0.99 * validity_limit(m * n, delta), m, delta, n=n)
+    assert b.delta_prime >= 1
+    with pytest.raises(ParameterError, match="vacuous"):
+        b.guarantee()

@@ -243,8 +243,18 @@ class ShuffleBound(_AmplifiedBound):
             return self.curve(d)
 
         return EMDMetricDP(
-            self.alpha, min(self.delta_prime, 1 - 1e-16), self.model, bounded=True, metric=metric, curve=curve
+            self.alpha, _proper_delta(self.delta_prime), self.model, bounded=True, metric=metric, curve=curve
         )
+
+
+def _proper_delta(delta_prime: float) -> float:
+    """A bound with ``delta' >= 1`` protects nothing: refuse to turn it into a guarantee (capping it just
+    below 1 would claim more than was proven)."""
+    if not delta_prime < 1:
+        raise ParameterError(
+            "this amplification bound is vacuous (delta' >= 1); use composition or a smaller alpha_0"
+        )
+    return float(delta_prime)
 
 
 def _alpha_44(alpha0, m: int, M: int, delta):
@@ -752,7 +762,7 @@ class NumericalShuffleBound(_AmplifiedBound):
         return self.source
 
     def guarantee(self, metric: str = "") -> EMDMetricDP:
-        return EMDMetricDP(self.alpha, min(self.delta_prime, 1 - 1e-16), self.model, bounded=True, metric=metric)
+        return EMDMetricDP(self.alpha, _proper_delta(self.delta_prime), self.model, bounded=True, metric=metric)
 
 
 def numerical_shuffle_guarantee(
@@ -884,7 +894,7 @@ class ItemwiseBound:
         """The typed guarantee (Theorem 4.4's carries its per-distance curve)."""
         if isinstance(self.bound, ShuffleBound):
             return self.bound.guarantee(metric)
-        return EMDMetricDP(self.alpha, min(self.delta_prime, 1 - 1e-16), self.model, bounded=True, metric=metric)
+        return EMDMetricDP(self.alpha, _proper_delta(self.delta_prime), self.model, bounded=True, metric=metric)
 
 
 def itemwise_bound(
