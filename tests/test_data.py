@@ -202,11 +202,14 @@ def test_data_error_messages_name_no_count():
         lambda: UserDataset(np.array([0, 3]), np.array([0, 1, 0, 1]), domain=dom),
         lambda: UserDataset(np.array([0, 1, 2, 3]), np.array([0, 1, 0]), np.array([1, 2]), dom),
         lambda: UserDataset.from_arrays(["u"] * 3, ["a"] * 4, domain=dom),
+        lambda: UserDataset.from_table({"user": [1, 2, 3], "word": ["a", "b"]}, "user", "word"),
+        lambda: UserDataset.from_lists([[(0.1, 0.2)], [("3 secret", 0.4)]]),  # a value, not only a count
     ]
     for build in cases:
         with pytest.raises(DataError) as info:
             build()
-        assert "3" not in str(info.value) and "4" not in str(info.value), str(info.value)
+        msg = str(info.value)
+        assert "3" not in msg and "4" not in msg and "2" not in msg and "secret" not in msg, msg
 
 
 def test_offsets_validation():

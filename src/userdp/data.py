@@ -175,8 +175,9 @@ def to_arrow(table: Any) -> pa.Table:
                 for k, v in table.items()
             }
             return pa.table(cols)
-        except (pa.ArrowInvalid, ValueError) as exc:
-            raise DataError(f"could not build a table from the dict of columns: {exc}") from exc
+        except (pa.ArrowInvalid, ValueError):
+            # pyarrow's message names the columns' lengths (counts read off the data): not repeated here
+            raise DataError("could not build a table from the dict of columns (are they of equal length?)") from None
     raise DataError(
         f"unsupported table type {type(table).__name__}: pass a pandas/polars DataFrame, a pyarrow Table, "
         "a dict of columns, or use UserDataset.from_file"
@@ -370,8 +371,8 @@ class UserDataset:
             dim = domain.dim if isinstance(domain, BoxDomain) else 1
             try:
                 items = np.asarray(flat, dtype=np.float64).reshape(len(flat), -1) if flat else np.empty((0, dim))
-            except (TypeError, ValueError) as exc:
-                raise DataError(f"point items must be numbers: {exc}") from None
+            except (TypeError, ValueError):
+                raise DataError("point items must be numbers") from None  # NumPy's message quotes the value
             return cls(offsets, items, None, domain)
         arr = np.asarray(flat)
         if domain is None:
