@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from userdp.audit import audit_randomizer, audit_samples, audit_shuffled
+from userdp.audit import audit_itemwise, audit_randomizer, audit_samples, audit_shuffled, detection_limit
 from userdp.dem import GKRR, ExponentialRandomizer
 from userdp.metrics import ClusteredMetric, FiniteMetric
 from userdp.noise import gaussian_noise, laplace_noise
@@ -23,16 +23,77 @@ def test_exact_randomizer_audit_and_doubled_alpha0():
     assert audit_randomizer(e.transition_matrix(), e.space.full_matrix(), 2.0).passed
 
 
-def test_exact_shuffled_audit_composition_and_halved_alpha():
-    """Shuffled binary randomized response with m = 4 items: composition's (m alpha_0 d, 0) holds exactly
-    over all pairs of datasets; claiming half of it fails."""
+def _halve_composition(monkeypatch):
+    """The broken variant, in the library: itemwise_guarantee's composition route claims half its alpha."""
+    import dataclasses
+
+    import userdp.dem.itemwise as itemwise
+
+    true_guarantee = itemwise.itemwise_guarantee
+
+    def halved(*args, **kwargs):
+        g, route = true_guarantee(*args, **kwargs)
+        return (dataclasses.replace(g, alpha=g.alpha / 2) if route == "composition" else g), route
+
+    monkeypatch.setattr(itemwise, "itemwise_guarantee", halved)
+
+
+@pytest.mark.parametrize("n", [None, 2])
+def test_exact_shuffled_audit_composition_and_halved_alpha(n, monkeypatch):
+    """PrivEMDItemWise as the library runs it: the guarantee priv_emd_itemwise returns (composition's
+    (m alpha_0, 0) here, from itemwise_guarantee) against GKRR's own integer table, exactly over all pairs of
+    3-item (local) or 2-item (central, with a second user) datasets. Halving the composition claim inside
+    itemwise_guarantee is caught."""
+    g = GKRR(ClusteredMetric(2, 2, 0.5), 0.7)
+    m = 3 if n is None else 2
+    ok = audit_itemwise(g, m, n)
+    assert ok.passed, str(ok)
+    assert "as returned by priv_emd_itemwise" in ok.claimed and f"({m * g.guarantee.alpha:.4g}, 0)" in ok.claimed
+    _halve_composition(monkeypatch)
+    assert not audit_itemwise(g, m, n).passed
+
+
+def test_shuffled_audit_on_a_table():
+    """audit_shuffled itself on binary randomized response, m = 4: (m alpha_0 d, 0) holds; half fails."""
     a0, m = 0.7, 4
     p = math.exp(a0) / (1 + math.exp(a0))
     P = np.array([[p, 1 - p], [1 - p, p]])
     D = np.array([[0.0, 1.0], [1.0, 0.0]])
-    ok = audit_shuffled(P, D, m, lambda d: (m * a0 * d, 0.0))
-    assert ok.passed
+    assert audit_shuffled(P, D, m, lambda d: (m * a0 * d, 0.0)).passed
     assert not audit_shuffled(P, D, m, lambda d: (m * a0 * d / 2, 0.0)).passed
+
+
+def test_audit_cli_itemwise_runs_the_library(monkeypatch, capsys):
+    """`userdp audit itemwise` audits priv_emd_itemwise's own guarantee: the halved composition claim in the
+    library makes it exit 1."""
+    from userdp.cli import main
+
+    _halve_composition(monkeypatch)
+    assert main(["audit", "itemwise"]) == 1
+    assert "[FAIL]" in capsys.readouterr().out
+
+
+def test_detection_limit_is_what_the_test_can_see():
+    """The statistical audit cannot see a delta below its detection limit (about 1e-3 with 5e4 samples per
+    input): a mechanism that leaks half the limit passes, one that leaks twice the limit is refuted.
+    Outputs on 10 values plus one value only P reaches, with the leak's probability."""
+    n, eps = 50_000, 1.0
+    limit = detection_limit(n, n, eps, 0.0, bins=11)
+    assert 5e-4 < limit < 2e-3
+    gen = np.random.default_rng(11)
+
+    def leaky(mass):
+        p = gen.integers(0, 10, n).astype(float)
+        p[gen.random(n) < mass] = 10.0  # a value Q never outputs: the divergence at any eps is `mass`
+        return p, gen.integers(0, 10, n).astype(float)
+
+    small = audit_samples(*leaky(limit / 2), eps, 0.0)
+    assert small.passed and small.detection_limit == pytest.approx(limit)
+    assert f"cannot refute delta below {limit:.2g}" in str(small)
+    assert not audit_samples(*leaky(2 * limit), eps, 0.0).passed
+    # more samples, a lower limit; a claimed delta raises it by about that delta
+    assert detection_limit(10 * n, 10 * n, eps, 0.0, 11) < limit / 5
+    assert detection_limit(n, n, eps, 1e-3, 11) == pytest.approx(limit + 1e-3, rel=0.2)
 
 
 def test_statistical_audit_laplace(rng):

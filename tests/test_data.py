@@ -82,6 +82,7 @@ def test_domain_validation():
         FiniteDomain(["a", "a"])
     with pytest.raises(DataError):
         FiniteDomain([])
+    assert len(FiniteDomain([], public=False)) == 0  # read off data that held no items
     with pytest.raises(DataError):
         FiniteDomain(np.array([1.5, 2.5]))
 
@@ -89,8 +90,6 @@ def test_domain_validation():
 def test_bad_tables():
     with pytest.raises(DataError, match=r"not found.*columns"):
         UserDataset.from_table(RECORDS, user="person", item="word")
-    with pytest.raises(DataError, match="empty"):
-        UserDataset.from_table({"user": [], "word": []}, user="user", item="word")
     with pytest.raises(DataError, match="missing"):
         UserDataset.from_table(pa.table({"user": ["a", None], "word": ["x", "y"]}), user="user", item="word")
     with pytest.raises(DataError, match="strings or integers"):
@@ -138,14 +137,79 @@ def test_histograms_and_global():
 
 
 def test_empty_users():
-    ds = UserDataset.from_lists([["a"], [], ["b", "a"]], domain=FiniteDomain(["a", "b"]))
-    assert list(ds.counts()) == [1, 0, 2]
-    with pytest.raises(DataError, match="no items"):
+    """A user with no items contributes a zero histogram row; the d_EM releases' refusal names no count."""
+    ds = UserDataset.from_lists([["a"], [], ["b", "a"], [], []], domain=FiniteDomain(["a", "b"]))
+    assert list(ds.counts()) == [1, 0, 2, 0, 0]
+    with pytest.raises(DataError, match="every user to hold at least one item") as info:
         ds.require_items()
-    with pytest.raises(DataError, match="no items"):
-        ds.histograms()
-    with pytest.raises(DataError, match="empty"):
-        UserDataset.from_lists([])
+    assert not any(ch.isdigit() for ch in str(info.value))  # never "3 user(s) have no items"
+    H = ds.histograms().toarray()
+    assert np.allclose(H, [[1, 0], [0, 0], [0.5, 0.5], [0, 0], [0, 0]])
+    kept = ds.nonempty_users()
+    assert list(kept.counts()) == [1, 2] and list(kept.user_ids) == [0, 2]
+    assert np.allclose(kept.histograms().sum(axis=0), ds.histograms().sum(axis=0))
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: UserDataset.from_lists([], domain=FiniteDomain(["a"])),
+        lambda: UserDataset.from_lists([], domain=BoxDomain((0.0, 0.0), (1.0, 1.0))),
+        lambda: UserDataset.from_table({"user": [], "word": []}, user="user", item="word"),
+        lambda: UserDataset.from_table(pd.DataFrame({"user": [], "word": []}), user="user", item="word"),
+        lambda: UserDataset.from_table({"u": [], "lat": [], "lon": []}, user="u", items=["lat", "lon"]),
+        lambda: UserDataset.from_arrays([], np.empty(0, dtype=str)),
+    ],
+)
+def test_no_rows_is_a_dataset_of_no_users(build):
+    """No records load as a dataset of no users (it contributes nothing to a release), never an error: under
+    add/remove-one-user neighbours a refusal would reveal that the data are empty."""
+    ds = build()
+    assert ds.n_users == 0 and ds.n_items == 0 and ds.counts().size == 0
+    with pytest.raises(DataError, match="at least one user"):
+        ds.require_items()  # releases that keep the number of users public may refuse it
+    with pytest.raises(DataError, match="at least one user"):
+        ds.require_equal_sizes()
+
+
+def test_header_only_files_load(tmp_path):
+    (tmp_path / "ids.csv").write_text("user,word\n")
+    ids = UserDataset.from_file(tmp_path / "ids.csv", user="user", item="word", domain=FiniteDomain(["a"]))
+    assert ids.n_users == 0 and ids.domain.public
+    (tmp_path / "pts.csv").write_text("user,lat,lon\n")
+    pts = UserDataset.from_file(tmp_path / "pts.csv", user="user", items=["lat", "lon"])
+    assert pts.n_users == 0 and pts.is_points and pts.dim == 2
+
+
+def test_unreadable_file_is_a_data_error_that_quotes_no_row(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("user,word\nalice,secret-word,extra\n")
+    with pytest.raises(DataError, match="could not read bad.csv") as info:
+        read_table(path)
+    assert "alice" not in str(info.value) and "secret" not in str(info.value)
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(DataError, match="could not read"):
+        read_table(tmp_path / "empty.csv")
+
+
+def test_data_error_messages_name_no_count():
+    """Messages about the data never contain a count read off it (here: 3 of everything)."""
+    dom = FiniteDomain(["a", "b"])
+    cases = [
+        lambda: UserDataset.from_lists([["a"], ["x"], ["y"], ["z"]], domain=dom),  # 3 unknown items
+        lambda: UserDataset.from_lists([[(2.0, 2.0)], [(3.0, 3.0)], [(4.0, 4.0)]], domain=BoxDomain((0, 0), (1, 1))),
+        lambda: UserDataset.from_table(pa.table({"user": ["a", None, None, None], "word": ["x"] * 4}), "user", "word"),
+        lambda: UserDataset(np.array([0, 3]), np.array([0, 1, 0, 1]), domain=dom),
+        lambda: UserDataset(np.array([0, 1, 2, 3]), np.array([0, 1, 0]), np.array([1, 2]), dom),
+        lambda: UserDataset.from_arrays(["u"] * 3, ["a"] * 4, domain=dom),
+        lambda: UserDataset.from_table({"user": [1, 2, 3], "word": ["a", "b"]}, "user", "word"),
+        lambda: UserDataset.from_lists([[(0.1, 0.2)], [("3 secret", 0.4)]]),  # a value, not only a count
+    ]
+    for build in cases:
+        with pytest.raises(DataError) as info:
+            build()
+        msg = str(info.value)
+        assert "3" not in msg and "4" not in msg and "2" not in msg and "secret" not in msg, msg
 
 
 def test_offsets_validation():

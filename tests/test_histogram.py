@@ -49,12 +49,27 @@ def test_refusals():
     inferred = UserDataset.from_lists([["a"], ["b"]])
     with pytest.raises(DataError, match="read off the data"):
         user_histogram(inferred, 1.0)
-    empty_user = UserDataset.from_lists([["a"], []], domain=FiniteDomain(["a"]))
-    with pytest.raises(DataError, match="no items"):
-        user_histogram(empty_user, 1.0)
     ok = UserDataset.from_lists([["a"]], domain=FiniteDomain(["a"]))
     with pytest.raises(ValueError):
         user_histogram(ok, 1.0, neighbours=Neighbours.ITEM)
+
+
+@pytest.mark.parametrize("nb", [Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER])
+def test_empty_users_and_no_users_contribute_nothing(nb):
+    """Adding an empty user is an add/remove neighbour that must not turn the release into an error (the
+    error would reveal the empty user): it contributes the zero vector, so with the same noise the release
+    is identical. A dataset of no users releases the noise alone."""
+    from userdp.noise import RandomSource
+
+    dom = FiniteDomain(["a", "b", "c"])
+    users = [["a"], ["b", "a"]]
+    base = user_histogram(UserDataset.from_lists(users, domain=dom), 1.0, nb, rng=RandomSource(3))
+    padded = UserDataset.from_lists(users + [[], []], domain=dom)
+    rel = user_histogram(padded, 1.0, nb, rng=RandomSource(3))
+    assert np.array_equal(rel.extras["noisy_sum"], base.extras["noisy_sum"]) and rel.guarantee == base.guarantee
+    none = user_histogram(UserDataset.from_lists([], domain=dom), 1.0, nb, rng=RandomSource(3))
+    noise = base.extras["noisy_sum"] - np.array([1.5, 0.5, 0.0])
+    assert np.allclose(none.extras["noisy_sum"], noise) and np.isclose(none.value.sum(), 1.0)
 
 
 @pytest.mark.parametrize("nb", [Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER])

@@ -1,10 +1,20 @@
-"""The README's Python examples run as written (except the one that reads a user's own file)."""
+"""The README's Python examples run as written (except the one that reads a user's own file), and what their
+comments say they return is what they return, wherever that is deterministic.
+
+Every bare expression in a snippet that returns a value (the README shows it in a comment) must have a check
+in ``_outputs`` or a reason in ``UNCHECKED`` (noise, timing); the comments on assignments and on calls made
+for their effect are checked per snippet in ``BLOCK_CHECKS``.
+"""
 
 from __future__ import annotations
 
+import ast
+import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -17,12 +27,192 @@ def test_readme_starts_with_the_two_commands():
     assert "userdp demo" in head and re.search(r"pytest\s+# tests$", head, re.M)
 
 
+# --------------------------------------------------------------------------------------------
+# What the comments show
+# --------------------------------------------------------------------------------------------
+
+
+def _counts(ds) -> list[int]:
+    return [int(c) for c in ds.counts()]
+
+
+def _dc_by_maxflow(g, l: int) -> int:
+    """DC(D; l) by SciPy's max flow (source -> person, capacity l -> element, capacity 1 -> sink)."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import maximum_flow
+
+    n, k = g.n_persons, g.n_elements
+    person = np.repeat(np.arange(n), g.degrees())
+    rows = np.r_[np.zeros(n, dtype=np.int64), 1 + person, 1 + n + np.arange(k)]
+    cols = np.r_[1 + np.arange(n), 1 + n + g.adj, np.full(k, n + k + 1)]
+    caps = np.r_[np.full(n, l), np.ones(g.n_edges + k)].astype(np.int32)
+    G = sp.csr_matrix((caps, (rows, cols)), shape=(n + k + 2, n + k + 2))
+    return int(maximum_flow(G, 0, n + k + 1).flow_value)
+
+
+def _check_dc_matching(v, env) -> None:  # "exact DC(D; l) for l = 1..100, one incremental pass"
+    assert v.shape == (100,) and np.all(np.diff(v) >= 0)
+    for l in (1, 2, 100):
+        assert v[l - 1] == _dc_by_maxflow(env["g"], l)
+
+
+def _check_gaussian_seeded(v, env) -> None:  # "seeded: tests only": the same seed, the same release
+    again = env["gaussian_mechanism"]([10.0], l2_sensitivity=1.0, epsilon=4.0, delta=1e-9, rng=7)
+    assert v.shape == (1,) and np.array_equal(v, again)
+
+
+def _check_release_triple(v, env) -> None:  # lower bound, l_hat, "holds with probability >= 0.95"
+    value, bound, error = v
+    assert math.isfinite(value) and bound in range(1, 101)
+    assert error.confidence == pytest.approx(0.95) and "0.95" in error.description
+
+
+def _check_sample_with_replacement(v, env) -> None:  # every user -> exactly 100 items
+    assert _counts(v) == [100, 100]
+    for i in range(2):
+        assert set(v.user_items(i)) <= set(env["ds"].user_items(i))
+
+
+def _outputs() -> dict[str, Callable]:
+    from userdp.privacy import Neighbours
+    from userdp.privacy.guarantees import ApproxDP
+
+    return {
+        # data model: users u1 = {cat, dog}, u2 = {cat} over the domain (cat, dog, emu)
+        "ds.histograms()": lambda v, env: np.testing.assert_allclose(v.toarray(), [[0.5, 0.5, 0], [1, 0, 0]]),
+        "ds.global_histogram()": lambda v, env: np.testing.assert_allclose(v, [2 / 3, 1 / 3, 0]),
+        "ds.sample(100, replace=True, rng=1)": _check_sample_with_replacement,
+        "ds.sample(5, replace=False)": lambda v, env: _counts(v) == [2, 1] or pytest.fail(str(_counts(v))),
+        "ds.dedupe()": lambda v, env: _counts(v) == [2, 1] or pytest.fail(str(_counts(v))),
+        # metrics
+        "emd(np.eye(20)[0], np.eye(20)[1], space)": lambda v, env: v == pytest.approx(0.2) or pytest.fail(str(v)),
+        "emd_assignment([0, 1, 7], [1, 0, 12], space)": lambda v, env: (
+            (v[0] == pytest.approx(1 / 3) and sorted(v[1]) == [0, 1, 2]) or pytest.fail(str(v))
+        ),
+        # noise
+        "gaussian_mechanism([10.0], l2_sensitivity=1.0, epsilon=4.0, delta=1e-9, rng=7)": _check_gaussian_seeded,
+        # guarantees
+        "g.at_distance(0.008)": lambda v, env: v == pytest.approx((0.2, 1e-9)) or pytest.fail(str(v)),
+        "g.user_level_dp()": lambda v, env: v == ApproxDP(25.0, 1e-9, Neighbours.REPLACE_USER) or pytest.fail(repr(v)),
+        # three steps of group privacy: (3 eps, delta (1 + e^eps + e^(2 eps)))
+        "DiscreteEMDDP(0.5, 1e-8, r=0.1).at_distance(0.25)": lambda v, env: (
+            v == pytest.approx((1.5, 1e-8 * (1 + math.exp(0.5) + math.exp(1.0)))) or pytest.fail(str(v))
+        ),
+        # distinct count
+        "dc_matching(g, 100)": _check_dc_matching,
+        'rel.value, rel.extras["bound"], rel.error': _check_release_triple,
+    }
+
+
+UNCHECKED = {
+    "grid_emd(np.random.rand(256, 256), np.random.rand(256, 256))": "random input; 'about 1 s' is indicative",
+    "laplace_mechanism([10.0, 3.0], l1_sensitivity=1.0, epsilon=0.5)": "fresh noise from the OS CSPRNG",
+}
+
+
+def _check_session(env) -> None:  # "refuses any release that would overspend, before it runs"
+    from userdp.errors import BudgetExceededError
+    from userdp.privacy import PureDP
+
+    s = env["s"]
+    assert len(s.ledger) == 1 and s.ledger[0].guarantee == PureDP(0.5)
+    called = []
+    with pytest.raises(BudgetExceededError):
+        s.run(PureDP(0.6), lambda: called.append(1))
+    assert not called and len(s.ledger) == 1
+
+
+def _check_person_element_graph(env) -> None:  # "deduplicated person-word bipartite graph"
+    g = env["g"]
+    for u in range(g.n_persons):
+        assert np.all(np.diff(g.adj[g.offsets[u] : g.offsets[u + 1]]) > 0)
+
+
+def _check_heatmap_block(env) -> None:
+    s, rel, heat = env["s"], env["rel"], env["heat"]
+    data = env["D"].foursquare_nyc()
+    inside = env["box"].contains(data.items)
+    users_inside = np.unique(data.user_index()[inside]).size
+    assert s.shape == (256, 256) and np.all(s >= 0)  # "sum of per-user distributions": mass 1 per user inside
+    assert s.sum() == pytest.approx(users_inside) and users_inside < data.n_users
+    assert rel.params["w"] == 20 and rel.params["gamma"] == pytest.approx(1 / math.sqrt(2))  # "w = 20, gamma"
+    assert heat.shape == (256, 256) and heat.sum() == pytest.approx(1.0)  # a filter of the normalized estimate
+
+
+def _check_chunked_block(env) -> None:
+    import pyarrow.parquet as pq
+
+    from userdp.datasets import NYC_BOX, foursquare_nyc
+    from userdp.heatmaps import user_grid_sum
+    from userdp.privacy import PureDP
+    from userdp.streaming import grid_sum_chunks, iter_user_chunks
+
+    users = pq.read_table("checkins.parquet").column("user").to_numpy()
+    starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
+    assert np.unique(users).size == starts.size  # "rows grouped by user": one run per user
+    chunks = list(
+        iter_user_chunks("checkins.parquet", "user", items=["lat", "lon"], domain=NYC_BOX, rows_per_chunk=50_000)
+    )
+    keys = np.concatenate([c.user_ids for c in chunks])
+    assert len(chunks) > 1 and keys.size == np.unique(keys).size  # "whole users per chunk"
+    whole = user_grid_sum(foursquare_nyc(), 256, NYC_BOX)
+    assert np.allclose(grid_sum_chunks(chunks, 256, NYC_BOX), whole, atol=1e-9)  # "grid sum chunk by chunk"
+    assert env["rel"].guarantee == PureDP(1.0)
+
+
+BLOCK_CHECKS: dict[str, Callable] = {
+    "s = Session(PureDP(1.0))": _check_session,
+    "g = person_element_graph(amazon_fashion())": _check_person_element_graph,
+    "rel = dp_sparse_emd_agg(s, epsilon=1.0)": _check_heatmap_block,
+    "rows_per_chunk=50_000": _check_chunked_block,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Running the snippets
+# --------------------------------------------------------------------------------------------
+
+
+def _run(code: str, env: dict) -> dict[str, object]:
+    """Execute ``code`` in ``env``; return the value of every top-level bare expression, by its source."""
+    tree = ast.parse(code)
+    values: dict[str, object] = {}
+    env["_readme_values"] = values
+    body = []
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Constant):
+            keep = ast.parse(f"_readme_values[{ast.get_source_segment(code, node.value)!r}] = None").body[0]
+            keep.value = node.value
+            body.append(ast.copy_location(keep, node))
+        else:
+            body.append(node)
+    tree.body = body
+    exec(compile(ast.fix_missing_locations(tree), "README.md", "exec"), env)
+    return values
+
+
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_readme_example_runs(block, tmp_path, monkeypatch):
+def test_readme_example_runs_and_returns_what_its_comments_say(block, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples may write files
     code = re.sub(r"pts = UserDataset\.from_file\(.*?\)\)\n", "", block, flags=re.S)
     env: dict = {}
     if "Session" in code:  # the budget example continues the data-model example
         data_block = next(b for b in BLOCKS if "UserDataset.from_table" in b)
         exec(data_block.split("pts =")[0], env)
-    exec(code, env)
+    values = _run(code, env)
+    outputs = _outputs()
+    for src, value in values.items():
+        if value is None:  # a call for its effect (e.g. writing a file): its block's check covers it
+            continue
+        assert src in outputs or src in UNCHECKED, f"README shows {src!r} with no check here: add one to _outputs"
+        if src in outputs:
+            outputs[src](value, env)
+    for marker, check in BLOCK_CHECKS.items():
+        if marker in block:
+            check(env)
+
+
+def test_every_check_meets_its_snippet():
+    """The checks above stay attached to the README: each one's expression or marker occurs in one snippet."""
+    for key in [*_outputs(), *UNCHECKED, *BLOCK_CHECKS]:
+        assert sum(key in b for b in BLOCKS) == 1, key

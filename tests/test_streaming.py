@@ -80,8 +80,10 @@ def test_streaming_refusals(tmp_path, points_file):
         itemwise_histogram_chunks([a], g, 3)
     with pytest.raises(ParameterError):
         itemwise_histogram_chunks([a], g, 0)
-    with pytest.raises(DataError, match="empty"):
+    with pytest.raises(DataError, match="at least one user"):  # n is public for bounded d_EM-DP
         itemwise_histogram_chunks([], g, 2)
+    with pytest.raises(DataError, match="at least one user"):
+        itemwise_histogram_chunks([UserDataset.from_lists([], domain=dom)], g, 2)
     with pytest.raises(DataError, match="public domain"):
         next(iter_user_chunks(points_file, "u", items=["lat", "lon"]))
     with pytest.raises(DataError, match="not found"):
@@ -97,14 +99,36 @@ def test_streaming_refusals(tmp_path, points_file):
 
 
 def test_drop_outside_across_chunks(tmp_path):
-    """With drop_outside, a chunk whose points all lie outside contributes nothing (no error); all outside
-    is an error."""
+    """With drop_outside, a chunk whose points all lie outside contributes nothing (no error); so do all
+    chunks outside, and no chunks: the heatmaps are add/remove-one-user releases, and "no points inside the
+    box" would reveal that nobody was there."""
     a = UserDataset.from_lists([[(5.0, 5.0)]], domain=None)
     b = UserDataset(np.array([0, 1]), np.array([[0.5, 0.5]]), np.array([9]), None)
     s = grid_sum_chunks([a, b], 4, BOX, drop_outside=True)
     assert s.sum() == pytest.approx(1.0)
-    with pytest.raises(DataError, match="no points inside"):
-        grid_sum_chunks([a], 4, BOX, drop_outside=True)
+    assert np.array_equal(grid_sum_chunks([a], 4, BOX, drop_outside=True), np.zeros((4, 4)))
+    assert np.array_equal(grid_sum_chunks([], 4, BOX), np.zeros((4, 4)))
+    with pytest.raises(ParameterError):  # the public side is still checked when no chunk comes
+        grid_sum_chunks([], 6, BOX)
+
+
+def test_empty_file_yields_no_chunks_and_releases(tmp_path, rng):
+    from userdp.releases import heatmap
+
+    path = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"u": pa.array([], pa.int64()), "lat": pa.array([], pa.float64()),
+                             "lon": pa.array([], pa.float64())}), path)  # fmt: skip
+    assert list(iter_user_chunks(path, "u", items=["lat", "lon"], domain=BOX)) == []
+    rel = heatmap(iter_user_chunks(path, "u", items=["lat", "lon"], domain=BOX), BOX, 8, 1.0, rng=rng)
+    assert np.all(np.isfinite(rel.value)) and rel.value.sum() == pytest.approx(1.0)
+
+
+def test_itemwise_chunks_skip_chunks_of_no_users(rng):
+    dom = FiniteDomain(np.arange(4))
+    g = GKRR(ClusteredMetric(2, 2, 0.3), 0.5)
+    a = UserDataset(np.array([0, 2, 4]), np.array([0, 1, 2, 3]), np.array([1, 2]), dom)
+    rel = itemwise_histogram_chunks([UserDataset.from_lists([], domain=dom), a], g, 2, rng=rng)
+    assert rel.params["n"] == 2 and rel.value.sum() == 4
 
 
 def test_a_user_larger_than_a_chunk_stays_whole(tmp_path):

@@ -9,10 +9,12 @@
   outputs, and bound the hockey-stick divergence ``D_{e^eps}(P || Q)`` from below with a confidence
   level (Clopper-Pearson per bin, union bound), in the spirit of DP-Auditorium's histogram testers
   (:func:`audit_samples`). A claim is *refuted* when the lower confidence bound exceeds its delta; a
-  sound mechanism is never refuted except with probability at most ``1 - confidence``.
+  sound mechanism is never refuted except with probability at most ``1 - confidence``. A finite sample
+  cannot see a small delta: every statistical result states its detection limit
+  (:func:`detection_limit`, "cannot refute delta below ..."), about 1e-3 with 5e4 samples per input.
 * **Worst-case neighbour search** (:func:`audit_search`): a cheap pilot run on every candidate pair
   (:func:`point_neighbours` -- distance-1 moves, single-item moves, opposite corners;
-  :func:`user_neighbours` -- removing a user, empty vs full user, replacing a user), then the full test
+  :func:`user_neighbours` -- removing a user, adding an empty or a full user, replacing a user), then the full test
   with *fresh* samples on the pair (and 1-D projection) the pilot found worst, so the selection does not
   bias the confidence level.
 * **Distinct count** (:func:`audit_distinct_count`): the exact privacy loss of Knop & Steinke's
@@ -38,7 +40,9 @@ __all__ = [
     "audit_randomizer",
     "shuffled_output_distribution",
     "audit_shuffled",
+    "audit_itemwise",
     "audit_samples",
+    "detection_limit",
     "NeighbourPair",
     "point_neighbours",
     "user_neighbours",
@@ -57,10 +61,16 @@ class AuditResult:
     measured: str
     passed: bool
     detail: str = ""
+    detection_limit: float | None = None
+    """Statistical audits only: the smallest hockey-stick divergence the test could have detected
+    (:func:`detection_limit`); a mechanism whose true delta exceeds the claim by less passes unseen."""
 
     def __str__(self) -> str:
         verdict = "PASS" if self.passed else "FAIL"
-        return f"[{verdict}] {self.mechanism}: claimed {self.claimed}; measured {self.measured}. {self.detail}"
+        out = f"[{verdict}] {self.mechanism}: claimed {self.claimed}; measured {self.measured}. {self.detail}"
+        if self.detection_limit is not None:
+            out = out.rstrip(". ") + f". Detection limit: cannot refute delta below {self.detection_limit:.2g}."
+        return out
 
 
 def hockey_stick(P: np.ndarray, Q: np.ndarray, eps: float) -> float:
@@ -161,6 +171,58 @@ def audit_shuffled(
     )
 
 
+def audit_itemwise(
+    randomizer: Any,
+    m: int,
+    n: int | None = None,
+    delta: float = 1e-9,
+    max_pairs: int = 400,
+    name: str | None = None,
+) -> AuditResult:
+    """Exact audit of :func:`userdp.dem.priv_emd_itemwise` as the library runs it.
+
+    The claim is the guarantee that ``priv_emd_itemwise`` itself returns for ``m`` items per user (local
+    model when ``n`` is None, else the central/shuffle model with ``n`` users; its accountant is
+    :func:`userdp.dem.itemwise.itemwise_guarantee`), and the law is that of the randomizer's own transition
+    table (``randomizer.transition_matrix()``, e.g. :class:`userdp.dem.GKRR`'s integer weights). Every pair
+    of ``m``-item datasets of one user is checked by :func:`audit_shuffled` at the claimed
+    ``guarantee.at_distance(d_EM)``; in the central model the other ``n - 1`` users hold item 0 and are
+    randomized and shuffled with them.
+    """
+    from .data import FiniteDomain, UserDataset
+    from .dem.itemwise import priv_emd_itemwise
+    from .errors import ParameterError
+
+    if not hasattr(randomizer, "transition_matrix"):
+        raise ParameterError("the exact itemwise audit needs a randomizer with a finite transition table")
+    space = randomizer.space
+    k, users = space.size, (1 if n is None else int(n))
+    ds = UserDataset(
+        np.arange(users + 1, dtype=np.int64) * int(m),
+        np.zeros(users * int(m), dtype=np.int64),
+        None,
+        FiniteDomain(np.arange(k)),
+    )
+    rel = priv_emd_itemwise(ds, randomizer, "local" if n is None else "central", delta)
+    g = rel.guarantee
+    res = audit_shuffled(
+        randomizer.transition_matrix(),
+        space.full_matrix(),
+        int(m),
+        g.at_distance,
+        name or f"PrivEMDItemWise ({type(randomizer).__name__}, m = {m}, {g.model.value})",
+        max_pairs,
+        background=(0,) * (int(m) * (users - 1)),
+    )
+    return AuditResult(
+        res.mechanism,
+        f"{g.describe()} (as returned by priv_emd_itemwise); " + res.claimed,
+        res.measured,
+        res.passed,
+        res.detail,
+    )
+
+
 def audit_sampled(
     P: np.ndarray,
     space,
@@ -239,6 +301,34 @@ def _cp_upper(k: int, n: int, conf: float) -> float:
     return 1.0 if k == n else float(beta_dist.ppf(conf, k + 1, n - k))
 
 
+def detection_limit(
+    n_p: int, n_q: int, eps: float, delta: float = 0.0, bins: int = 40, confidence: float = 0.99
+) -> float:
+    """The smallest true divergence :func:`audit_samples` can refute a claimed ``(eps, delta)`` with, for
+    ``n_p`` and ``n_q`` samples per input in ``bins`` bins.
+
+    The most favourable case for the test is a divergence concentrated in one bin that the other input
+    never reaches (spreading it over bins only adds the other bins' ``e^eps`` upper bounds). With ``n_p``
+    samples of which a fraction ``x`` falls in that bin (and none of ``n_q``), the lower bound is
+    ``CP_lower(x n_p) - e^eps CP_upper(0, n_q)``; the limit is the smallest ``x`` for which it exceeds
+    ``delta`` at the expected count. A true divergence below it passes unseen (at about even odds at the
+    limit itself), whatever the claim: the test "cannot refute delta below" this value. With 5e4 samples
+    per input, 40 bins, ``eps = 1`` and 99% confidence it is about 1e-3.
+    """
+    level = 1 - (1 - confidence) / (2 * bins)  # audit_samples's per-bin level
+    floor = math.exp(eps) * _cp_upper(0, int(n_q), level) + float(delta)
+    if _cp_lower(int(n_p), int(n_p), level) <= floor:
+        return 1.0
+    lo, hi = 0, int(n_p)  # _cp_lower(lo) <= floor < _cp_lower(hi); it increases in k
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _cp_lower(mid, int(n_p), level) > floor:
+            hi = mid
+        else:
+            lo = mid
+    return hi / int(n_p)
+
+
 def audit_samples(
     sample_p: np.ndarray,
     sample_q: np.ndarray,
@@ -277,6 +367,7 @@ def audit_samples(
         f"hockey-stick >= {lb:.3g} (confidence {confidence})",
         lb <= delta,
         f"{p.size} samples per input, {len(cp)} bins",
+        detection_limit(p.size, q.size, eps, delta, len(cp), confidence),
     )
 
 
@@ -329,13 +420,16 @@ def point_neighbours(points: np.ndarray, step: float, low: float, high: float) -
 def user_neighbours(users: list[list], full_user: list, max_pairs: int = 8) -> list[NeighbourPair]:
     """Candidate user-level neighbour pairs of a small dataset given as one item list per user:
 
-    * one user removed (add/remove neighbours), for up to ``max_pairs`` users;
+    * one user removed (add/remove neighbours), for up to ``max_pairs`` users (a one-user dataset against
+      the dataset of no users);
+    * a user with no items added (it must change nothing, and must not turn the release into an error);
     * a *full* user (``full_user``: a user with the maximum contribution, e.g. at one spot) added;
     * a user replaced by the full user, for up to ``max_pairs`` users (replace-one-user neighbours).
     """
     out: list[NeighbourPair] = []
     for u in range(min(len(users), max_pairs)):
         out.append(NeighbourPair(f"remove user {u}", users, users[:u] + users[u + 1 :], 1.0))
+    out.append(NeighbourPair("add a user with no items", users, users + [[]], 1.0))
     out.append(NeighbourPair("add a full user", users, users + [list(full_user)], 1.0))
     for u in range(min(len(users), max_pairs)):
         replaced = users[:u] + [list(full_user)] + users[u + 1 :]
@@ -399,6 +493,7 @@ def audit_search(
         res.measured,
         res.passed,
         res.detail + f"; worst of {len(pairs)} candidate pairs: {pair.label}",
+        res.detection_limit,
     )
 
 
@@ -432,15 +527,16 @@ def audit_distinct_count(
 ) -> AuditResult:
     """Exact audit of :func:`userdp.distinct.distinct_count` over add/remove-one-person neighbours.
 
-    ``datasets`` are tiny datasets (one set of elements per person). For every dataset ``D`` with at least
-    two persons and every ``D' = D`` minus one person, the release's law is computed exactly from the
+    ``datasets`` are tiny datasets (one set of elements per person; a set may be empty). For every dataset
+    ``D`` and every ``D' = D`` minus one person (a one-person ``D`` against the empty dataset, too), the
+    release's law is computed exactly from the
     implementation's own plan (:func:`userdp.distinct.release.release_plan`): ``l_hat`` with the exact
     exponential-mechanism probabilities over the GEM scores, then ``(k_l + Z - shift_l) g_l`` with
     ``Z ~ DLap(t_l)``. The privacy loss of output ``(l, v)`` is
     ``ln P_D(l)/P_D'(l) + (|v - k'_l| - |v - k_l|)/t_l``, whose supremum over ``v`` is
     ``ln P_D(l)/P_D'(l) + |k_l - k'_l| / t_l``; the measured epsilon is the maximum over ``l``, both
-    directions and all pairs. Also reported: the exact coverage ``min_D P[release <= DC(D)]``, which must be
-    at least ``1 - beta``.
+    directions and all pairs. Also reported: the exact coverage ``min_D P[release <= DC(D)]`` over the
+    datasets and their neighbours, which must be at least ``1 - beta``.
     """
     from .data import FiniteDomain, UserDataset
     from .distinct.counting import person_element_graph
@@ -454,27 +550,28 @@ def audit_distinct_count(
         return release_plan(g, epsilon, beta, l_max, method), g.distinct_count()
 
     cache: dict[tuple, Any] = {}
+    coverage = 1.0
 
     def get(D: list[set]):
+        nonlocal coverage
         key = tuple(tuple(sorted(s)) for s in D)
         if key not in cache:
-            cache[key] = plan(D)
+            p, dc = plan(D)
+            logp = _exp_mech_log_probs(p.scores, p.epsilon_select)
+            miss = sum(
+                math.exp(lp)
+                * _dlap_tail(cal.t, int(p.shift_units[i] + math.floor(dc / cal.granularity) - p.lattice[i]))
+                for i, (lp, cal) in enumerate(zip(logp, p.calibrations, strict=True))
+            )
+            coverage = min(coverage, 1.0 - miss)
+            cache[key] = p, logp
         return cache[key]
 
-    worst, worst_pair, coverage = 0.0, None, 1.0
+    worst, worst_pair = 0.0, None
     for D in datasets:
-        p, dc = get(D)
-        logp = _exp_mech_log_probs(p.scores, p.epsilon_select)
-        miss = sum(
-            math.exp(lp) * _dlap_tail(cal.t, int(p.shift_units[i] + math.floor(dc / cal.granularity) - p.lattice[i]))
-            for i, (lp, cal) in enumerate(zip(logp, p.calibrations, strict=True))
-        )
-        coverage = min(coverage, 1.0 - miss)
-        if len(D) < 2:
-            continue
-        for u in range(len(D)):
-            p2, _ = get(D[:u] + D[u + 1 :])
-            logq = _exp_mech_log_probs(p2.scores, p2.epsilon_select)
+        p, logp = get(D)
+        for u in range(len(D)):  # every person removed; a one-person dataset's neighbour is the empty one
+            p2, logq = get(D[:u] + D[u + 1 :])
             for i, cal in enumerate(p.calibrations):
                 assert cal.t == p2.calibrations[i].t and cal.granularity == p2.calibrations[i].granularity
                 count_loss = abs(p.lattice[i] - p2.lattice[i]) / cal.t
@@ -488,7 +585,8 @@ def audit_distinct_count(
         f"{eps:.4g}-DP (add/remove one person); lower bound with probability >= {1 - beta:g}",
         f"epsilon = {worst:.6g}; coverage = {coverage:.6g}",
         ok,
-        f"exact over {len(datasets)} datasets and their remove-one-person neighbours ({method}); "
+        f"exact over {len(datasets)} datasets and their remove-one-person neighbours (a one-person dataset's "
+        f"is the empty dataset; {method}); "
         f"worst: dataset {worst_pair[0] if worst_pair else None} minus person {worst_pair[1] if worst_pair else None}"
         f" at l = {worst_pair[2] if worst_pair else None}",
     )

@@ -52,7 +52,9 @@ class FiniteDomain:
     Parameters
     ----------
     labels:
-        The public list of possible items. Labels must be unique strings or integers.
+        The public list of possible items. Labels must be unique strings or integers. A public domain
+        needs at least one label; a domain read off the data (``public=False``) may be empty (the data
+        held no items).
     public:
         ``True`` when the labels were given by the caller; ``False`` when they were read off the
         data (:meth:`from_data`), in which case releases that reveal the domain refuse the dataset.
@@ -64,8 +66,10 @@ class FiniteDomain:
 
     def __post_init__(self) -> None:
         labels = np.asarray(self.labels)
-        if labels.ndim != 1 or labels.size == 0:
+        if labels.ndim != 1 or (labels.size == 0 and self.public):
             raise DataError("a finite domain needs a non-empty 1-D list of labels")
+        if labels.size == 0:
+            labels = np.empty(0, dtype=object)
         if labels.dtype.kind not in "iuUO":
             raise DataError(f"domain labels must be strings or integers, not {labels.dtype}")
         if labels.dtype.kind == "O":
@@ -97,9 +101,8 @@ class FiniteDomain:
             dtype=np.int64,
             count=uniq.size,
         )
-        if np.any(codes_u < 0):
-            n_bad = int(np.sum(codes_u < 0))
-            raise DataError(f"{n_bad} distinct item value(s) are not in the declared domain")
+        if np.any(codes_u < 0):  # how many is data-dependent and is not reported
+            raise DataError("some item values are not in the declared domain")
         return codes_u[inv.reshape(-1)]
 
 
@@ -140,11 +143,10 @@ class BoxDomain:
         return np.all((p >= np.asarray(self.low)) & (p <= np.asarray(self.high)), axis=1)
 
     def check(self, points: np.ndarray) -> None:
-        """Raise :class:`DataError` if any point lies outside the box."""
-        inside = self.contains(points)
-        if not np.all(inside):
+        """Raise :class:`DataError` if any point lies outside the box (how many is not reported)."""
+        if not np.all(self.contains(points)):
             raise DataError(
-                f"{int(np.sum(~inside))} point(s) lie outside the declared box {self.low} .. {self.high}; "
+                f"some points lie outside the declared box {self.low} .. {self.high}; "
                 "pass a larger public box or drop them explicitly"
             )
 
@@ -167,9 +169,15 @@ def to_arrow(table: Any) -> pa.Table:
         return table.to_arrow()
     if isinstance(table, dict):
         try:
-            return pa.table({k: np.asarray(v) if not isinstance(v, pa.Array) else v for k, v in table.items()})
-        except (pa.ArrowInvalid, ValueError) as exc:
-            raise DataError(f"could not build a table from the dict of columns: {exc}") from exc
+            # an empty column has no type (as in a header-only CSV), not NumPy's default float64
+            cols = {
+                k: v if isinstance(v, pa.Array) else (pa.nulls(0) if len(v) == 0 else np.asarray(v))
+                for k, v in table.items()
+            }
+            return pa.table(cols)
+        except (pa.ArrowInvalid, ValueError):
+            # pyarrow's message names the columns' lengths (counts read off the data): not repeated here
+            raise DataError("could not build a table from the dict of columns (are they of equal length?)") from None
     raise DataError(
         f"unsupported table type {type(table).__name__}: pass a pandas/polars DataFrame, a pyarrow Table, "
         "a dict of columns, or use UserDataset.from_file"
@@ -198,19 +206,23 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None, format: s
         raise DataError(f"no such file: {path}")
     sfx = [s.lower() for s in path.suffixes if s.lower() not in (".xz", ".gz", ".bz2")]
     fmt = format or (sfx[-1].lstrip(".") if sfx else "")
-    if fmt in ("parquet", "pq"):
-        table = pq.read_table(path)
-    elif fmt in ("csv", "tsv", "txt"):
-        with _open(path) as fh:
-            opts = pcsv.ParseOptions(delimiter="\t" if fmt == "tsv" else ",")
-            # an empty field is a missing value, also in text columns (then refused, never a "" label)
-            conv = pcsv.ConvertOptions(strings_can_be_null=True, null_values=[""])
-            table = pcsv.read_csv(fh, parse_options=opts, convert_options=conv)
-    elif fmt in ("json", "jsonl", "ndjson"):
-        with _open(path) as fh:
-            table = pjson.read_json(fh)
-    else:
+    if fmt not in ("parquet", "pq", "csv", "tsv", "txt", "json", "jsonl", "ndjson"):
         raise DataError(f"cannot tell the format of {path.name}; pass format='csv', 'parquet' or 'jsonl'")
+    try:
+        if fmt in ("parquet", "pq"):
+            table = pq.read_table(path)
+        elif fmt in ("csv", "tsv", "txt"):
+            with _open(path) as fh:
+                opts = pcsv.ParseOptions(delimiter="\t" if fmt == "tsv" else ",")
+                # an empty field is a missing value, also in text columns (then refused, never a "" label)
+                conv = pcsv.ConvertOptions(strings_can_be_null=True, null_values=[""])
+                table = pcsv.read_csv(fh, parse_options=opts, convert_options=conv)
+        else:
+            with _open(path) as fh:
+                table = pjson.read_json(fh)
+    except (pa.ArrowException, OSError, EOFError) as exc:
+        # the parser's own message can quote rows of the file: only its kind is reported
+        raise DataError(f"could not read {path.name} as {fmt} ({type(exc).__name__})") from None
     if columns is not None:
         _require_columns(table, columns)
         table = table.select(list(columns))
@@ -224,8 +236,8 @@ def _require_columns(table: pa.Table, columns: Sequence[str]) -> None:
 
 
 def _column_numpy(col: pa.ChunkedArray, name: str) -> np.ndarray:
-    if col.null_count:
-        raise DataError(f"column {name!r} has {col.null_count} missing value(s)")
+    if col.null_count:  # how many is data-dependent and is not reported
+        raise DataError(f"column {name!r} has missing values")
     return col.to_numpy()
 
 
@@ -263,7 +275,7 @@ class UserDataset:
             raise DataError("offsets must start at 0 and be non-decreasing")
         items = np.asarray(items)
         if items.shape[0] != offsets[-1]:
-            raise DataError(f"offsets end at {offsets[-1]} but there are {items.shape[0]} items")
+            raise DataError("offsets must end at the number of items")
         if isinstance(domain, FiniteDomain) or (domain is None and items.ndim == 1 and items.dtype.kind in "iu"):
             items = np.ascontiguousarray(items, dtype=np.int64)
             if items.ndim != 1:
@@ -287,7 +299,7 @@ class UserDataset:
             user_ids = np.arange(n)
         user_ids = np.asarray(user_ids)
         if user_ids.shape != (n,):
-            raise DataError(f"expected {n} user ids, got {user_ids.shape}")
+            raise DataError("one user id per user (offsets has one entry more than there are users)")
         self.offsets = offsets
         self.items = items
         self.user_ids = user_ids
@@ -306,16 +318,15 @@ class UserDataset:
 
         Items given as strings or integers are ids in a finite domain (``domain`` given, or read off
         the data and marked non-public); items given as a float array of shape ``(N, dim)`` (or
-        ``(N,)``) are points.
+        ``(N,)``) are points. No records give a dataset of no users (it contributes nothing to a
+        release); with no records and no ``domain``, the items are ids unless ``items`` is a float array.
         """
         users = np.asarray(users)
         items_arr = np.asarray(items)
         if users.ndim != 1:
             raise DataError("users must be a 1-D array")
-        if users.size == 0:
-            raise DataError("the input is empty: no records")
-        if items_arr.shape[0] != users.size:
-            raise DataError(f"{users.size} user keys but {items_arr.shape[0]} items")
+        if items_arr.shape[:1] != users.shape:
+            raise DataError("one item (or point) per user key is needed")
         if users.dtype.kind == "f":
             if not np.all(np.isfinite(users)):
                 raise DataError("user keys contain NaN or inf")
@@ -350,17 +361,18 @@ class UserDataset:
     def from_lists(
         cls, per_user: Sequence[Sequence[Any]], domain: FiniteDomain | BoxDomain | None = None
     ) -> UserDataset:
-        """Build from one list of items per user (users may be empty; see :meth:`require_items`)."""
+        """Build from one list of items per user. Users may be empty and so may the list (no users): both
+        contribute nothing to a release. With no items at all, pass ``domain`` (the item kind cannot be
+        read off nothing)."""
         counts = np.fromiter((len(u) for u in per_user), dtype=np.int64, count=len(per_user))
-        if counts.size == 0:
-            raise DataError("the input is empty: no users")
-        offsets = np.concatenate([[0], np.cumsum(counts)])
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         flat = [x for u in per_user for x in u]
         if isinstance(domain, BoxDomain) or (flat and isinstance(flat[0], (list, tuple, np.ndarray, float))):
+            dim = domain.dim if isinstance(domain, BoxDomain) else 1
             try:
-                items = np.asarray(flat, dtype=np.float64).reshape(len(flat), -1) if flat else np.empty((0, 1))
-            except (TypeError, ValueError) as exc:
-                raise DataError(f"point items must be numbers: {exc}") from None
+                items = np.asarray(flat, dtype=np.float64).reshape(len(flat), -1) if flat else np.empty((0, dim))
+            except (TypeError, ValueError):
+                raise DataError("point items must be numbers") from None  # NumPy's message quotes the value
             return cls(offsets, items, None, domain)
         arr = np.asarray(flat)
         if domain is None:
@@ -385,14 +397,15 @@ class UserDataset:
         Name the user column and either one ``item`` column (ids) or several ``items`` columns
         (point coordinates, e.g. ``items=["lat", "lon"]``).
         """
-        if (item is None) == (items is None):
+        if (item is None) == (items is None) or (items is not None and len(items) == 0):
             raise DataError("name exactly one of item= (ids) or items= (point coordinate columns)")
         t = to_arrow(table)
         cols = [user] + ([item] if item is not None else list(items))
         _require_columns(t, cols)
-        if t.num_rows == 0:
-            raise DataError("the input is empty: no rows")
         users = _column_numpy(t.column(user), user)
+        if t.num_rows == 0:  # a dataset of no users; its columns' types say nothing (a header-only CSV has none)
+            vals = np.empty(0, dtype=object) if item is not None else np.empty((0, len(items)))
+            return cls.from_arrays(users, vals, domain=domain, engine=engine)
         if item is not None:
             col = t.column(item)
             typ = col.type
@@ -475,20 +488,37 @@ class UserDataset:
         kind = f"points(dim={self.dim})" if self.is_points else f"ids(domain={self.domain!r})"
         return f"UserDataset(n_users={self.n_users}, n_items={self.n_items}, items={kind})"
 
+    def nonempty_users(self) -> UserDataset:
+        """The dataset without its users that hold no items. Under add/remove-one-user neighbours an empty
+        user contributes nothing, so a release may drop it: the output law does not change."""
+        keep = np.flatnonzero(self.counts() > 0)
+        return self if keep.size == self.n_users else self.subset_users(keep)
+
     def require_items(self) -> UserDataset:
-        """Raise :class:`DataError` if any user has no items (normalized histograms need ``|K_i| > 0``)."""
+        """Raise :class:`DataError` unless there is a user and every user holds an item.
+
+        For the d_EM releases that call it, a user's data is a non-empty multiset (its normalized histogram
+        ``K~_i`` must exist) and the number of users is public (local or replace-one-user neighbours).
+        Releases under add/remove-one-user neighbours do not call it: there an empty user, or an empty
+        dataset, contributes nothing and the release goes ahead. The message never says how many users
+        are empty.
+        """
         if self.n_users == 0:
-            raise DataError("the dataset has no users")
-        empty = int(np.sum(self.counts() == 0))
-        if empty:
-            raise DataError(f"{empty} user(s) have no items; drop them or use a mechanism that allows it")
+            raise DataError("this release needs at least one user (the number of users is public for it)")
+        if np.any(self.counts() == 0):
+            raise DataError(
+                "this release needs every user to hold at least one item (d_EM compares the normalized "
+                "histograms of non-empty multisets)"
+            )
         return self
 
     def require_equal_sizes(self) -> int:
         """The common number of items ``m`` of every user (bounded releases); a :class:`DataError` if users
-        differ or hold nothing."""
+        differ or hold nothing. The message names no count read off the data."""
         c = self.counts()
-        if c.size == 0 or c.min() < 1 or c.min() != c.max():
+        if c.size == 0:
+            raise DataError("this bounded release needs at least one user (the number of users is public for it)")
+        if c.min() < 1 or c.min() != c.max():
             raise DataError(
                 "this bounded release needs every user to hold the same public number of items m; "
                 "apply BoundedEMDReduction (sampling with replacement) first"
@@ -514,11 +544,12 @@ class UserDataset:
 
     # -- histograms (K~_i and K_G) ------------------------------------------------------------
     def histograms(self, normalize: bool = True) -> sp.csr_matrix:
-        """Per-user histograms as a sparse ``n_users x k`` matrix (rows ``K~_i`` if ``normalize``)."""
+        """Per-user histograms as a sparse ``n_users x k`` matrix (rows ``K~_i`` if ``normalize``; a user
+        with no items has a zero row: it contributes nothing)."""
         k = self.domain_size
         if normalize:
-            self.require_items()
-            w = np.repeat(1.0 / self.counts(), self.counts())
+            c = self.counts()
+            w = np.repeat(1.0 / np.maximum(c, 1), c)
         else:
             w = np.ones(self.n_items)
         m = sp.csr_matrix((w, (self.user_index(), self.items)), shape=(self.n_users, k))

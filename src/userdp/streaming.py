@@ -73,7 +73,8 @@ def iter_user_chunks(
 
     ``domain`` is required and must be public (a caller-declared :class:`FiniteDomain` for ``item``, a
     :class:`BoxDomain` for the coordinate columns ``items``): a domain read off one chunk would be both
-    private and inconsistent across chunks.
+    private and inconsistent across chunks. A file with no rows yields no chunk (no users: the releases
+    decide what that means under their neighbour relation).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -94,7 +95,6 @@ def iter_user_chunks(
         raise DataError(f"column(s) {missing} not found; the file has columns {pf.schema_arrow.names}")
     seen = _SeenUsers()
     carry: pa.Table | None = None
-    any_rows = False
 
     def emit(t: pa.Table) -> UserDataset:
         ds = UserDataset.from_table(t, user=user, item=item, items=items, domain=domain)
@@ -107,7 +107,6 @@ def iter_user_chunks(
             t = pa.concat_tables([carry, t])
         if t.num_rows == 0:
             continue
-        any_rows = True
         u = t.column(user).to_numpy(zero_copy_only=False)
         other = np.flatnonzero(u != u[-1])  # the last user's rows (contiguous) are carried to the next chunk
         start = int(other[-1]) + 1 if other.size else 0
@@ -116,28 +115,21 @@ def iter_user_chunks(
             yield emit(t.slice(0, start))
     if carry is not None and carry.num_rows:
         yield emit(carry)
-    if not any_rows:
-        raise DataError("the input is empty: no rows")
 
 
 def grid_sum_chunks(chunks: Iterable[UserDataset], side: int, box: BoxDomain, drop_outside: bool = False) -> np.ndarray:
     """``sum_i p_i`` over all chunks (each user's points as a distribution on the ``side x side`` grid of the
-    public ``box``); equal to :func:`userdp.heatmaps.user_grid_sum` on the concatenated data."""
+    public ``box``); equal to :func:`userdp.heatmaps.user_grid_sum` on the concatenated data. No chunks, or
+    no point inside the box, give the all-zero grid: the heatmaps are add/remove-one-user releases, for
+    which no users is an input like any other."""
     from .heatmaps import user_grid_sum
 
-    total: np.ndarray | None = None
+    no_users = UserDataset(np.zeros(1, dtype=np.int64), np.empty((0, box.dim)), None, box)
+    total = user_grid_sum(no_users, side, box)  # all zeros; checks side and box even if no chunk comes
     seen = _SeenUsers()
     for ds in chunks:
         seen.add(ds.user_ids)
-        if drop_outside and ds.is_points and not np.any(box.contains(ds.items)):
-            s = np.zeros((side, side))  # nothing of this chunk is inside; other chunks may be
-        else:
-            s = user_grid_sum(ds, side, box, drop_outside)
-        total = s if total is None else total + s
-    if total is None:
-        raise DataError("the input is empty: no chunks")
-    if drop_outside and total.sum() == 0:
-        raise DataError("no points inside the box")
+        total = total + user_grid_sum(ds, side, box, drop_outside)
     return total
 
 
@@ -155,6 +147,8 @@ def itemwise_histogram_chunks(
     :class:`~userdp.dem.BoundedEMDReduction` per chunk otherwise). The value is the histogram (counts) of
     the ``m n`` randomized items — the shuffled multiset — and ``extras["histogram"]`` its normalized form;
     the guarantee is the accountant's for ``(alpha_0, m, n)`` as in :func:`userdp.dem.priv_emd_itemwise`.
+    Bounded d_EM-DP keeps the number of users ``n`` public (replace-one-user neighbours), so a chunk of no
+    users adds nothing and no users at all is refused.
     """
     from .dem.itemwise import itemwise_guarantee
 
@@ -166,6 +160,8 @@ def itemwise_histogram_chunks(
     n = 0
     for ds in chunks:
         seen.add(ds.user_ids)
+        if ds.n_users == 0:
+            continue
         if ds.require_equal_sizes() != m:
             raise DataError(f"every user must hold the public number of items m = {m}")
         out = randomizer.randomize(ds.items, src)
@@ -175,7 +171,7 @@ def itemwise_histogram_chunks(
         counts = c if counts is None else counts + c
         n += ds.n_users
     if counts is None:
-        raise DataError("the input is empty: no chunks")
+        raise DataError("this bounded release needs at least one user (the number of users is public for it)")
     a0 = randomizer.guarantee.alpha
     g, route = itemwise_guarantee(a0, int(m), delta, n, numerical, metric=randomizer.guarantee.metric)
     return Release(

@@ -107,7 +107,7 @@ def test_planar_laplace_and_remap(rng):
     assert km[0, 0] == pytest.approx(111.19, rel=1e-3) and km[0, 1] == pytest.approx(0.0)
 
 
-def test_gkrr_speed_smoke(rng):
+def test_gkrr_randomizes_a_large_batch_into_the_domain(rng):
     g = GKRR(ClusteredMetric(10, 10, 0.2), 2.0)
     y = g.randomize(np.arange(100).repeat(1000), rng)
     assert y.shape == (100_000,) and y.min() >= 0 and y.max() < 100

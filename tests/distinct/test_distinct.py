@@ -153,14 +153,38 @@ def test_release_object_and_refusals(rng):
         dc_matching(person_element_graph(ds), 0)
 
 
+@pytest.mark.parametrize("method", ["matching", "greedy", "sampling"])
+def test_no_persons_and_empty_persons_are_released(method, rng):
+    """Person-level DP protects adding or removing a person: the dataset of no persons, and persons with no
+    elements, are inputs like any other (DC = 0 for them) and are released, never refused."""
+    for ds in (
+        UserDataset.from_lists([], domain=FiniteDomain(["a", "b"])),
+        UserDataset.from_table({"user": [], "item": []}, "user", "item"),  # a domain read off nothing
+        UserDataset.from_lists([[], []], domain=FiniteDomain(["a"])),
+    ):
+        g = person_element_graph(ds)
+        assert g.distinct_count() == 0 and np.all(dc_matching(g, 4) == 0) and np.all(dc_greedy(g, 4) == 0)
+        rel = distinct_count(ds, 1.0, 0.05, l_max=4, method=method, rng=rng)
+        assert math.isfinite(rel.value) and rel.guarantee.epsilon == 1.0
+    # persons with no elements change nothing: with the same noise, the same release
+    from userdp.noise import RandomSource
+
+    dom = FiniteDomain(["a", "b", "c"])
+    sets = [["a", "b"], ["c"]]
+    base = distinct_count(UserDataset.from_lists(sets, domain=dom), 1.0, method=method, rng=RandomSource(5))
+    padded = distinct_count(UserDataset.from_lists(sets + [[]], domain=dom), 1.0, method=method, rng=RandomSource(5))
+    assert padded.value == base.value
+
+
 # --------------------------------------------------------------------------------------------
 # Exact audit of Algorithm 1 (GEM + lattice discrete Laplace) on tiny datasets
 # --------------------------------------------------------------------------------------------
 
 
 def _tiny_datasets() -> list[list[set[int]]]:
-    """Every dataset of 1-3 persons over 3 elements (119 datasets)."""
-    types = [set(c) for r in (1, 2, 3) for c in itertools.combinations(range(3), r)]
+    """Every dataset of 1-3 persons over 3 elements, a person with no elements included (164 datasets); the
+    audit adds their remove-one-person neighbours, the empty dataset among them."""
+    types = [set(c) for r in (0, 1, 2, 3) for c in itertools.combinations(range(3), r)]
     return [list(c) for k in (1, 2, 3) for c in itertools.combinations_with_replacement(types, k)]
 
 
@@ -192,3 +216,17 @@ def test_exact_audit_catches_broken_distinct_count(monkeypatch):
         m.setattr(R, "_shift_quantile", lambda t, b: quantile(t, b) // 2)
         res = audit_distinct_count(ds, 1.0, 0.1, 3)
         assert not res.passed and "coverage = 0.7" in res.measured
+
+
+def test_exact_audit_includes_the_empty_neighbour(monkeypatch):
+    """One-person datasets have exactly one neighbour, the empty dataset: the audit checks that pair (it
+    used to skip it), so on one-person datasets alone it still catches half the noise."""
+    import userdp.distinct.release as R
+    from userdp.audit import audit_distinct_count
+
+    singles = [[set(c)] for r in (1, 2, 3) for c in itertools.combinations(range(3), r)]
+    res = audit_distinct_count(singles, 1.0, 0.1, 3)
+    assert res.passed and "dataset [{0, 1, 2}] minus person 0" in res.detail, str(res)
+    cal = R.calibrate_laplace
+    monkeypatch.setattr(R, "calibrate_laplace", lambda s, e, dim=1: cal(s / 2, e, dim))
+    assert not audit_distinct_count(singles, 1.0, 0.1, 3).passed

@@ -27,6 +27,7 @@ from userdp.heatmaps import (
 )
 from userdp.heatmaps.sparse import _measure
 from userdp.metrics import GridL1, emd_norm
+from userdp.privacy.guarantees import Neighbours, PureDP
 
 
 def _full_lp_objective(levels, L: int) -> float:
@@ -160,6 +161,28 @@ def test_gridding_and_refusals():
         dp_sparse_emd_agg(np.ones((6, 6)), 1.0)
     with pytest.raises(DataError):
         dp_sparse_emd_agg(-np.ones((4, 4)), 1.0)
+
+
+@pytest.mark.parametrize("algorithm", ["sparse", "dense", "laplace", "threshold"])
+def test_no_users_and_no_points_inside_are_released(algorithm, rng):
+    """A heatmap is an add/remove-one-user release: a dataset of no users, users with no points, or points
+    all dropped as outside the box contribute nothing, and the release goes ahead (an error such as "no
+    points inside the box" would reveal that nobody was there)."""
+    from userdp.releases import heatmap
+
+    box = BoxDomain((0.0, 0.0), (0.5, 0.5))
+    inputs = [
+        UserDataset.from_lists([], domain=box),
+        UserDataset.from_lists([[], []], domain=box),
+        UserDataset.from_lists([[(0.9, 0.9)], [(0.7, 0.6), (0.8, 0.8)]]),  # all outside: dropped
+    ]
+    for ds in inputs:
+        assert np.array_equal(user_grid_sum(ds, 4, box, drop_outside=True), np.zeros((4, 4)))
+        rel = heatmap(ds, box, 4, 1.0, algorithm=algorithm, drop_outside=True, rng=rng)
+        assert np.all(np.isfinite(rel.value)) and rel.value.sum() == pytest.approx(1.0)
+        assert rel.guarantee == PureDP(1.0, neighbours=Neighbours.ADD_REMOVE_USER)
+    with pytest.raises(DataError, match="non-empty square"):  # a malformed grid is still refused
+        dp_sparse_emd_agg(np.zeros((0, 0)), 1.0)
 
 
 # --------------------------------------------------------------------------------------------

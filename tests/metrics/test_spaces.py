@@ -69,8 +69,13 @@ def test_point_spaces_validate_domain():
         line.check_points([11.0])
     e = EuclideanMetric(2, 2.0)
     assert e.pairwise(np.array([[-1.0, 0.0]]), np.array([[1.0, 0.0]]))[0] == pytest.approx(1.0)
-    with pytest.raises(DataError, match="outside the public ball"):
-        e.check_points(np.array([[2.0, 0.0]]))
+    with pytest.raises(DataError, match="outside the public ball") as info:
+        e.check_points(np.array([[2.0, 0.0]] * 7 + [[0.0, 0.0]]))
+    assert "7" not in str(info.value)  # how many points lie outside is private: never "7 point(s)"
+    for bad in (np.zeros((7, 3)), np.zeros(7)):  # wrong shapes: refused without naming the number of points
+        with pytest.raises(DataError, match="shape") as info:
+            e.check_points(bad)
+        assert "7" not in str(info.value)
     with pytest.raises(DataError):
         e.check_points(np.array([[np.nan, 0.0]]))
 

@@ -63,11 +63,12 @@ class PersonElementGraph:
 
 
 def person_element_graph(ds: UserDataset, engine: Engine | None = None) -> PersonElementGraph:
-    """Deduplicate (person, element) records into the bipartite graph, with elements ranked by label."""
+    """Deduplicate (person, element) records into the bipartite graph, with elements ranked by label.
+
+    No persons, or persons with no elements, are a graph like any other (``DC = 0`` for it): under
+    add/remove-one-person neighbours an empty person changes nothing, so the release goes ahead."""
     if not isinstance(ds.domain, FiniteDomain):
         raise DataError("distinct counting needs items that are ids (a finite domain)")
-    if ds.n_users == 0 or ds.n_items == 0:
-        raise DataError("the input is empty: no person-element records")
     labels = ds.domain.labels
     try:
         rank = np.empty(labels.size, dtype=np.int64)
@@ -76,7 +77,7 @@ def person_element_graph(ds: UserDataset, engine: Engine | None = None) -> Perso
         )
     except TypeError as exc:  # mixed label types
         raise DataError(f"element labels cannot be ordered: {exc}") from exc
-    ranked = ds.with_items(rank[ds.items], FiniteDomain(np.arange(labels.size)))
+    ranked = ds.with_items(rank[ds.items], FiniteDomain(np.arange(labels.size), public=ds.domain.public))
     d = get_engine(engine).dedupe(ranked)  # sorted by (person, element rank)
     return PersonElementGraph(d.offsets, np.ascontiguousarray(d.items), labels.size)
 

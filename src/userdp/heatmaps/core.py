@@ -17,7 +17,9 @@ def user_grid_sum(ds: UserDataset, side: int, box: BoxDomain | None = None, drop
     distribution (mass 1 per user), summed over users. Row index = first coordinate (e.g. latitude).
 
     Points outside the box are an error unless ``drop_outside`` (then they are dropped and a user left
-    with no point contributes nothing; how many were dropped is data-dependent and is not reported).
+    with no point contributes nothing; how many were dropped is data-dependent and is not reported). A user
+    with no points, and a dataset with no users, contribute nothing: the sum is then all zeros and the
+    release goes ahead (under add/remove-one-user neighbours an empty user changes nothing).
     """
     if not ds.is_points or ds.dim != 2:
         raise DataError("heatmaps need 2-D point items (e.g. lat, lon)")
@@ -34,9 +36,7 @@ def user_grid_sum(ds: UserDataset, side: int, box: BoxDomain | None = None, drop
         pts, users = pts[inside], users[inside]
     elif not np.all(box.contains(pts)):
         raise DataError("some points lie outside the declared box; pass a larger public box or drop_outside=True")
-    if pts.shape[0] == 0:
-        raise DataError("no points inside the box")
     cells = GridL1(side).cells_of(pts, box)
     per_user = np.bincount(users, minlength=ds.n_users).astype(np.float64)
     w = 1.0 / per_user[users]
-    return np.bincount(cells, weights=w, minlength=side * side).reshape(side, side)
+    return np.bincount(cells, weights=w, minlength=side * side).astype(np.float64).reshape(side, side)

@@ -88,10 +88,12 @@ class PointSpace(MetricSpace):
 
     def _as_points(self, points: np.ndarray) -> np.ndarray:
         p = np.asarray(points, dtype=np.float64)
-        if p.ndim == 1:
-            p = p.reshape(-1, self.dim) if self.dim > 1 else p[:, None]
+        if p.ndim == 1 and p.size % self.dim == 0:
+            p = p.reshape(-1, self.dim)
         if p.ndim != 2 or p.shape[1] != self.dim:
-            raise DataError(f"points must have shape (N, {self.dim}), got {np.shape(points)}")
+            # the shape would name the number of points N: only the number of coordinates is reported
+            got = f"{p.shape[1]} coordinates per point" if p.ndim == 2 else f"a {p.ndim}-D array"
+            raise DataError(f"points must have shape (N, {self.dim}), got {got}")
         if not np.all(np.isfinite(p)):
             raise DataError("points contain NaN or inf")
         return p
@@ -297,10 +299,8 @@ class EuclideanMetric(PointSpace):
     def check_points(self, points) -> np.ndarray:
         p = self._as_points(points)
         r = np.linalg.norm(p - self.center, axis=1)
-        if np.any(r > self.scale / 2 * (1 + 1e-12)):
-            raise DataError(
-                f"{int(np.sum(r > self.scale / 2))} point(s) lie outside the public ball of diameter {self.scale}"
-            )
+        if np.any(r > self.scale / 2 * (1 + 1e-12)):  # how many is data-dependent and is not reported
+            raise DataError(f"some points lie outside the public ball of diameter {self.scale}")
         return p
 
     def cost_matrix(self, x, y) -> np.ndarray:
