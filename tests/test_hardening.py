@@ -584,22 +584,11 @@ def _cli_argv(row: str, path: Path, tmp: Path, col: str) -> list[str]:
 _CLI_ROWS = ["userdp distinct", "userdp heatmap", "userdp linear", "userdp itemwise, userdp freq"]
 
 
-# cli_dem._bounded computes c.min() of the per-user sizes, a ValueError (a traceback) on a file with no rows
-# now that the loaders accept one; the fix (in cli_dem.py) is to refuse a dataset with no users there with a
-# DataError (e.g. call ds.require_equal_sizes() when ds.n_users == 0). Strict: this fails once it is fixed.
-_AWAITING_FIX = {("userdp itemwise, userdp freq", "empty input")}
-
-
 def _cli_cases():
     for r in _CLI_ROWS:
         for c in COLUMNS:
             if TABLE[r][c] != NA:
-                marks = (
-                    [pytest.mark.xfail(strict=True, raises=ValueError, reason="cli_dem._bounded on no users")]
-                    if (r, c) in _AWAITING_FIX
-                    else []
-                )
-                yield pytest.param(r, c, marks=marks)
+                yield pytest.param(r, c)
 
 
 @pytest.mark.parametrize("row,col", list(_cli_cases()))

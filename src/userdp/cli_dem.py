@@ -126,6 +126,8 @@ def _spark_input(args: argparse.Namespace, rng, need_equal_sizes: bool):
 def _bounded(ds: UserDataset, args: argparse.Namespace, rng) -> tuple[UserDataset, bool]:
     if args.samples is not None:
         return ds.sample(args.samples, replace=True, rng=rng), True
+    if ds.n_users == 0:
+        ds.require_equal_sizes()  # refuses with the bounded model's reason (no count read off the data)
     c = ds.counts()
     if c.min() != c.max():
         raise DataError(

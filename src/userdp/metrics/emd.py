@@ -127,7 +127,7 @@ def emd_assignment(K, K_prime, space: MetricSpace) -> tuple[float, np.ndarray]:
     K = np.asarray(K)
     Kp = np.asarray(K_prime)
     if K.shape[0] != Kp.shape[0]:
-        raise DataError(f"Lemma 2.1 needs two multisets of the same size, got {K.shape[0]} and {Kp.shape[0]}")
+        raise DataError("Lemma 2.1 needs two multisets of the same size")
     if K.shape[0] == 0:
         raise DataError("cannot compare empty multisets")
     C = space.cost_matrix(K, Kp)
