@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import userdp.audit as A
 import userdp.noise as N
 from userdp.errors import ParameterError
 from userdp.noise import (
@@ -29,97 +30,30 @@ from userdp.noise import (
 )
 
 # ---------------------------------------------------------------------------------- exact laws
+# The exact laws are the auditor's (userdp.audit): built from the sampler's own steps.
 
 
 def _rho(law: L2LatticeLaw, pts: np.ndarray) -> np.ndarray:
-    """``ceil(s sqrt(|z|^2 + c^2))`` for small integer points, vectorized and exact (float root, then
-    integer correction)."""
-    n = law.s**2 * ((pts.astype(np.int64) ** 2).sum(axis=1) + law.c**2)
-    r = np.floor(np.sqrt(n.astype(float))).astype(np.int64)
-    r -= r * r > n
-    r += (r + 1) * (r + 1) <= n
-    return r + (r * r < n)
+    return A._l2_rho(law, pts)
 
 
 def l2_law_table(law: L2LatticeLaw, radius: int) -> tuple[np.ndarray, np.ndarray]:
-    """The exact (unnormalised) law of :meth:`L2LatticeLaw.sample` on the box ``[-radius, radius]^dim``.
-
-    The sampler's accepted pairs have ``P(j, z) ∝ exp(-j / tau) psi_j 1[rho(z) <= j]`` with
-    ``psi_j = (w_j sqrt(2 pi) / Theta_32(w_j))^dim``, ``Theta_32`` the truncated discrete Gaussian's
-    normaliser (see the class docstring), so ``P(z) ∝ G(rho(z))`` with ``G(r) = sum_{j >= r} e^{-j/tau} psi_j``.
-    Returns the box's points and their unnormalised probabilities, scaled so that ``G(j_min) = 1``."""
-    axes = [np.arange(-radius, radius + 1)] * law.dim
-    pts = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, law.dim)
-    rho = _rho(law, pts)
-    j_hi = int(rho.max()) + 80 * law.tau
-    js = np.arange(law.j_min, j_hi + 1)
-    ws = -(-js // law.A)
-    theta = {}
-    for w in np.unique(ws):
-        k = np.arange(-32 * int(w) + 1, 32 * int(w))
-        theta[int(w)] = np.exp(-(k.astype(float) ** 2) / (2.0 * float(w) ** 2)).sum()
-    psi = np.array([(w * math.sqrt(2 * math.pi) / theta[int(w)]) ** law.dim for w in ws])
-    terms = np.exp(-(js - law.j_min) / law.tau) * psi
-    G = np.cumsum(terms[::-1])[::-1]  # G[r - j_min] = sum_{j >= r}
-    return pts, G[rho - law.j_min]
+    return A.l2_lattice_table(law, radius)
 
 
 def l2_law_total(law: L2LatticeLaw, power: int = 0) -> float:
-    """``sum_z |z|^(2 power) G(rho(z))`` over all of ``Z^dim`` (same scaling as :func:`l2_law_table`; power 0
-    is the total mass): ``sum_j e^{-(j - j_min)/tau} psi_j S(Q_j)`` with ``S(Q)`` the sum of ``|z|^(2 power)``
-    over lattice points with ``|z|^2 <= Q``, counted exactly by convolving the squares."""
-    j_hi = law.j_min + law.tau * (law.dim + 45)  # Gamma(dim) tail beyond: < e^-40
-    q_max = law.ball(j_hi)
-    r = math.isqrt(q_max)
-    one = np.zeros(q_max + 1)
-    sq = np.arange(-r, r + 1) ** 2
-    np.add.at(one, sq, 1.0)
-    counts = one.copy()
-    for _ in range(law.dim - 1):
-        nxt = np.zeros(q_max + 1)
-        for a2, mult in zip(*np.unique(sq, return_counts=True), strict=True):
-            nxt[a2:] += mult * counts[: q_max + 1 - a2]
-        counts = nxt
-    cum = np.cumsum(counts * np.arange(q_max + 1, dtype=float) ** power)
-    js = np.arange(law.j_min, j_hi + 1)
-    Q = js * js // (law.s * law.s) - law.c * law.c
-    ws = -(-js // law.A)
-    theta = {}
-    for w in np.unique(ws):
-        k = np.arange(-32 * int(w) + 1, 32 * int(w))
-        theta[int(w)] = np.exp(-(k.astype(float) ** 2) / (2.0 * float(w) ** 2)).sum()
-    psi = np.array([(w * math.sqrt(2 * math.pi) / theta[int(w)]) ** law.dim for w in ws])
-    return float((np.exp(-(js - law.j_min) / law.tau) * psi * cum[np.maximum(Q, 0)] * (Q >= 0)).sum())
+    return A.l2_lattice_moment(law, power)
 
 
 def rr_law(table: dict, dim: int, x: np.ndarray, box: int) -> dict:
-    """Exact output law of ``randomized_round(x) + Z`` for ``Z`` with the law ``table`` (dict point -> p):
-    multilinear interpolation of the noise law over the unit cube at ``x``."""
-    a = np.floor(x).astype(np.int64)
-    f = x - a
-    out: dict = {}
-    for bits in range(2**dim):
-        b = np.array([(bits >> i) & 1 for i in range(dim)])
-        wb = float(np.prod(np.where(b == 1, f, 1 - f)))
-        if wb == 0:
-            continue
-        shift = a + b
-        for z, p in table.items():
-            y = tuple(np.add(z, shift))
-            if max(abs(v) for v in y) <= box:
-                out[y] = out.get(y, 0.0) + wb * p
-    return out
+    return A.randomized_rounding_law(table, dim, x, box)
 
 
-# Float evaluation of two laws a distance 1e-9 apart leaves an absolute error of about 1e-14 in their
-# log-ratio; the checks allow 1e-12 on top of the claim.
-FLOAT_SLACK = 1e-12
+FLOAT_SLACK = A._FLOAT_SLACK
 
 
 def max_loss(P: dict, Q: dict) -> tuple[float, int]:
-    keys = set(P) & set(Q)
-    zero = sum(1 for k in set(P) | set(Q) if P.get(k, 0.0) == 0.0 or Q.get(k, 0.0) == 0.0)
-    return max(abs(math.log(P[k]) - math.log(Q[k])) for k in keys), zero
+    return A._max_log_ratio(P, Q)
 
 
 # Small laws: small enough to enumerate, large enough that the smoothing and ceil terms matter.
@@ -198,45 +132,21 @@ def test_l2_sampler_rejects_a_wrong_scale():
     assert _chi2_law(wrong, draws, 30) < 1e-6
 
 
-def _loss_check(law: L2LatticeLaw, pairs, box: int, radius: int) -> float:
-    """max over pairs of (exact max log-ratio) / (claimed loss kappa |x - x'| / T); also asserts that no
-    output in the box has probability zero under either input."""
-    pts, p = l2_law_table(law, radius)
-    table = {tuple(q): v for q, v in zip(pts, p, strict=True)}
-    worst = 0.0
-    for x, xp in pairs:
-        x, xp = np.asarray(x, float), np.asarray(xp, float)
-        P, Q = rr_law(table, law.dim, x, box), rr_law(table, law.dim, xp, box)
-        loss, zero = max_loss(P, Q)
-        assert zero == 0, "an output is reachable from one input and not from the other"
-        claim = law.kappa() * np.linalg.norm(x - xp) / law.T
-        worst = max(worst, (loss - FLOAT_SLACK) / claim)
-    return worst
-
-
-PAIRS_2D = [
-    ((0.5, 0.5), (0.5 + 1e-6, 0.5 + 1e-6)),  # tiny diagonal move at the origin's cell
-    ((0.0, 0.0), (1e-6, 1e-6)),
-    ((0.999999, 0.0), (1.000001, 0.0)),  # across a lattice line
-    ((0.3, -0.2), (0.8, 0.6)),
-    ((0.0, 0.0), (3.0, 0.0)),
-    ((2.5, 2.5), (2.5, 7.5)),
-]
-
-
 def test_l2_mechanism_exact_loss_within_claim_at_every_distance():
-    """Randomized rounding + the l2 lattice law: every output in the box is reachable from every input
-    and the exact log-ratio is within ``kappa |x - x'| / T`` -- including at distance 1.4e-6."""
-    ratio = _loss_check(SMALL_2D, PAIRS_2D, box=10, radius=20)
-    assert ratio <= 1.0
-    assert ratio > 0.5  # the claim is not vacuous
+    """Randomized rounding + the l2 lattice law (the auditor's exact audit): every output in the box is
+    reachable from every input and the exact log-ratio is within ``kappa |x - x'| / T`` -- including at
+    distance 1.4e-6; the claim is not vacuous (the worst pair uses most of it)."""
+    res = A.audit_lattice_l2(SMALL_2D)
+    assert res.passed, str(res)
+    worst = float(res.measured.split("=")[1].split("x")[0])
+    assert worst > 0.5
 
 
 def test_l2_loss_check_catches_the_ideal_claim(monkeypatch):
     """Broken variant: the library claiming the ideal factor (kappa = 1, no smoothing or ceil terms) is
-    refuted by the same exact check."""
+    refuted by the same exact audit."""
     monkeypatch.setattr(L2LatticeLaw, "kappa", lambda self: 1.0)
-    assert _loss_check(SMALL_2D, PAIRS_2D, box=10, radius=20) > 1.0
+    assert not A.audit_lattice_l2(SMALL_2D).passed
 
 
 def test_deterministic_rounding_is_refuted_at_small_distances():
@@ -288,20 +198,29 @@ def test_dyadic_bernoulli_compares_all_bits():
     assert not run(M, E, [0, hi + 1])
 
 
-def test_l1_mechanism_exact_loss_at_every_distance():
-    """Randomized rounding + discrete Laplace (the l1 K-norm, and every 1-D K-norm): exact log-ratio
-    within ``expm1(1/t) |x - x'|`` lattice units at distances from 1e-9 to 5, no unreachable output."""
-    t = 4
-    ys = np.arange(-200, 201)
-    table = {(int(y),): math.exp(-abs(y) / t) for y in ys}
-    worst = 0.0
-    for x, xp in [(0.5, 0.5 + 1e-9), (0.0, 1e-7), (0.9999, 1.0001), (0.2, 0.7), (0.0, 5.0)]:
-        P = rr_law(table, 1, np.array([x]), 150)
-        Q = rr_law(table, 1, np.array([xp]), 150)
-        loss, zero = max_loss(P, Q)
-        assert zero == 0
-        worst = max(worst, (loss - FLOAT_SLACK) / (math.expm1(1 / t) * abs(x - xp)))
-    assert 0.9 < worst <= 1
+def test_l1_mechanism_exact_loss_at_every_distance(monkeypatch):
+    """Randomized rounding + discrete Laplace (the l1 K-norm, and every 1-D K-norm): exact log-ratio within
+    the library's ``loss_per_unit`` (``expm1(1/t)`` per step) at distances from 1e-9 to 5, no unreachable
+    output; the naive claim ``1/t`` per step (broken variant) is refuted."""
+    res = A.audit_lattice_l1(4)
+    assert res.passed, str(res)
+    assert float(res.measured.split("=")[1].split("x")[0]) > 0.9
+    monkeypatch.setattr(N.KNormCalibration, "loss_per_unit", property(lambda self: 1 / self.t / self.granularity))
+    assert not A.audit_lattice_l1(4).passed
+
+
+def test_lattice_laplace_exact_audit_at_real_parameters(monkeypatch):
+    """The lattice Laplace mechanism at its real lattice (t ~ 2^40): the exact supremum loss at the worst
+    rounding positions is within epsilon; a calibration without the rounding term (broken variant) is not."""
+    assert A.audit_lattice_laplace(1.0, 1.0, 3).passed
+    real = N.calibrate_laplace
+
+    def no_rounding_term(sens, eps, dim=1):
+        cal = real(sens, eps, dim)
+        return N.LaplaceCalibration(cal.epsilon, sens, dim, cal.granularity, math.ceil(sens / cal.granularity / eps))
+
+    monkeypatch.setattr(N, "calibrate_laplace", no_rounding_term)
+    assert not A.audit_lattice_laplace(1.0, 1.0, 3).passed
 
 
 def test_knorm_mechanism_follows_the_l1_law():
@@ -395,23 +314,17 @@ def test_l2_mechanism_radius_law_at_real_parameters():
 # ---------------------------------------------------------------------------------- Gaussian
 
 
-def _dgauss_pmf(w: int) -> tuple[np.ndarray, np.ndarray]:
-    k = np.arange(-32 * w + 1, 32 * w)
-    p = np.exp(-(k.astype(float) ** 2) / (2.0 * w * w))
-    return k, p / p.sum()
-
-
 def test_discrete_gaussian_square_kernel_matches_its_law():
     """The wide-range discrete Gaussian (variance w^2, the split acceptance exp(-q^2/2) exp(-qr/w)
     exp(-r^2/(2w^2))) follows the truncated discrete Gaussian; 30% off is rejected."""
     rng = RandomSource(21)
     for w in (3, 40):
         x = discrete_gaussian(w * w, 60_000, rng)
-        k, p = _dgauss_pmf(w)
+        k, p = A._discrete_gaussian_law(w)
         counts = np.array([np.sum(x == v) for v in k])
         keep = p * x.size > 5
         assert stats.chisquare(counts[keep], p[keep] / p[keep].sum() * counts[keep].sum()).pvalue > 1e-3
-        _, q = _dgauss_pmf(round(1.3 * w))
+        _, q = A._discrete_gaussian_law(round(1.3 * w))
         k2 = np.arange(-32 * round(1.3 * w) + 1, 32 * round(1.3 * w))
         q = np.interp(k, k2, q)
         assert stats.chisquare(counts[keep], q[keep] / q[keep].sum() * counts[keep].sum()).pvalue < 1e-6
@@ -421,26 +334,21 @@ def test_discrete_gaussian_square_kernel_matches_its_law():
 
 
 def _lattice_gaussian_delta(w: int, shift: int, eps: float) -> float:
-    k, p = _dgauss_pmf(w)
+    """Exact hockey-stick (both directions) of the sampler's discrete Gaussian and its shift by ``shift``."""
+    k, p = A._discrete_gaussian_law(w)
     P = dict(zip(k.tolist(), p, strict=True))
-    Q = {v + shift: pr for v, pr in P.items()}
-    keys = set(P) | set(Q)
-    e = math.exp(eps)
-    return max(
-        sum(max(P.get(y, 0) - e * Q.get(y, 0), 0) for y in keys),
-        sum(max(Q.get(y, 0) - e * P.get(y, 0), 0) for y in keys),
-    )
+    return A._hockey_stick_laws(P, {v + shift: pr for v, pr in P.items()}, eps)
 
 
-def test_gaussian_lattice_delta_at_tiny_distances(monkeypatch):
+def test_gaussian_lattice_delta_at_tiny_distances():
     """Deterministic rounding moves two inputs 2e-9 apart by a whole lattice step when they straddle a
-    rounding boundary. On a coarse lattice (sigma/g about 2^3, monkeypatched) the exact hockey-stick is
+    rounding boundary. On a coarse lattice (sigma/g about 2^3, ``lattice_bits=3``) the exact hockey-stick is
     ~0.03 at epsilon ~ 0: the calibration's ``delta_at`` covers it, the old claim (the Gaussian delta at the
     true distance) does not. The exact discrete delta also exceeds the *continuous* Gaussian's delta at one
     lattice step, which is why userdp accounts for the discrete Gaussian by zCDP. At the real lattice
     (sigma/g >= 2^54) the rounding term is below 1e-15."""
-    monkeypatch.setattr(N, "_GAUSS_BITS", 3)
-    cal = calibrate_gaussian(1.0, 1.0, 1e-3, dim=1)
+    cal = calibrate_gaussian(1.0, 1.0, 1e-3, dim=1, lattice_bits=3)
+    assert A.audit_lattice_gaussian(3).passed
     for eps in (1e-9, 0.05, 0.2):
         exact = _lattice_gaussian_delta(cal.w, 1, eps)
         assert exact <= cal.delta_at(2e-9, eps)
@@ -450,7 +358,6 @@ def test_gaussian_lattice_delta_at_tiny_distances(monkeypatch):
     for shift in (2, 4, 8):  # and at whole lattice distances with epsilon = 1 x distance
         d = shift * cal.granularity
         assert _lattice_gaussian_delta(cal.w, shift, d) <= cal.delta_at(d - cal.granularity, d)
-    monkeypatch.setattr(N, "_GAUSS_BITS", 54)
     real = calibrate_gaussian(1.0, 1.0, 1e-6, dim=50)
     assert real.delta_at(0.0, 0.0) < 1e-15
     assert real.delta_at(1.0, 1.0) <= 1e-6
@@ -459,22 +366,23 @@ def test_gaussian_lattice_delta_at_tiny_distances(monkeypatch):
 def test_gaussian_broken_rounding_term_is_caught(monkeypatch):
     """Broken variant: if ``GaussianCalibration.rounding`` is dropped, ``delta_at`` no longer covers the
     exact divergence of straddling inputs on a coarse lattice."""
-    monkeypatch.setattr(N, "_GAUSS_BITS", 3)
     monkeypatch.setattr(N.GaussianCalibration, "rounding", property(lambda self: 0.0))
-    cal = calibrate_gaussian(1.0, 1.0, 1e-3, dim=1)
+    cal = calibrate_gaussian(1.0, 1.0, 1e-3, dim=1, lattice_bits=3)
     assert _lattice_gaussian_delta(cal.w, 1, 1e-9) > cal.delta_at(2e-9, 1e-9)
+    assert not A.audit_lattice_gaussian(3).passed
 
 
 def test_gaussian_broken_accounting_is_caught(monkeypatch):
     """Broken variant: accounting for the discrete Gaussian with the continuous Gaussian's exact delta
     (the previous calibration) under-reports the exact discrete delta at one lattice step."""
-    monkeypatch.setattr(N, "_GAUSS_BITS", 3)
-    cal = calibrate_gaussian(1.0, 1.0, 1e-3, dim=1)
+    cal = calibrate_gaussian(1.0, 1.0, 1e-3, dim=1, lattice_bits=3)
+
     def continuous(rho, eps):
         return N.gaussian_delta(cal.sigma, math.sqrt(2 * rho) * cal.sigma, eps)
 
     monkeypatch.setattr(N, "zcdp_delta", continuous)
     assert _lattice_gaussian_delta(cal.w, 1, 1e-9) > cal.delta_at(0.0, 1e-9)
+    assert not A.audit_lattice_gaussian(3).passed
 
 
 def test_metric_gaussian_holds_at_every_distance():
@@ -485,3 +393,11 @@ def test_metric_gaussian_holds_at_every_distance():
     assert N.metric_gaussian_sup_delta(cal, ell, alpha) <= delta
     for d in (1e-12, 1e-6, 1e-3, 0.1, 0.5, 1.0):
         assert cal.delta_at(ell * d, alpha * d) <= delta
+
+
+def test_cli_audit_lattice_runs_the_exact_audits(capsys):
+    from userdp.cli import main
+
+    assert main(["audit", "lattice"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("[PASS]") == 4 and "unreachable" in out

@@ -205,7 +205,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     detection limit (the smallest delta their samples could refute)."""
     from .audit import audit_randomizer, audit_samples
     from .metrics import ClusteredMetric
-    from .noise import RandomSource, analytic_gaussian_sigma, gaussian_mechanism, laplace_mechanism
+    from .noise import RandomSource, calibrate_gaussian, gaussian_mechanism, laplace_mechanism
 
     src = RandomSource(args.seed) if args.seed is not None else RandomSource()
     n = args.trials
@@ -236,9 +236,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
     elif args.mechanism == "gaussian":
         a = gaussian_mechanism(np.zeros(n), 1.0, 1.0, 1e-3, src)
         b = gaussian_mechanism(np.ones(n), 1.0, 1.0, 1e-3, src)
-        res = audit_samples(
-            a, b, 1.0, 1e-3, name=f"lattice Gaussian, sigma {analytic_gaussian_sigma(1.0, 1.0, 1e-3):.3f}"
-        )
+        sigma = calibrate_gaussian(1.0, 1.0, 1e-3).sigma
+        res = audit_samples(a, b, 1.0, 1e-3, name=f"lattice Gaussian, sigma {sigma:.3f}")
+    elif args.mechanism == "lattice":
+        from .audit import audit_lattice_gaussian, audit_lattice_l1, audit_lattice_l2, audit_lattice_laplace
+
+        results = [audit_lattice_laplace(), audit_lattice_gaussian(), audit_lattice_l1(), audit_lattice_l2()]
+        for r in results:
+            _console().print(str(r))
+        return 0 if all(r.passed for r in results) else 1
     elif args.mechanism == "distinct":
         from itertools import combinations, combinations_with_replacement
 
@@ -308,7 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
     rd.set_defaults(func=cmd_account_reduction)
     au = sub.add_parser("audit", help="check a mechanism's claimed guarantee against its outputs")
     au.add_argument(
-        "mechanism", choices=["gkrr", "exponential", "itemwise", "distinct", "laplace", "gaussian", "linear"]
+        "mechanism",
+        choices=["gkrr", "exponential", "itemwise", "distinct", "laplace", "gaussian", "linear", "lattice"],
+        help="lattice: the exact support-and-loss audits of the lattice samplers (Laplace, Gaussian, l1, l2)",
     )
     au.add_argument("--trials", type=int, default=50_000, help="samples per input (statistical audits)")
     au.add_argument("--seed", type=int, default=None)

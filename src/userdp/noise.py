@@ -990,16 +990,20 @@ class GaussianCalibration:
         return zcdp_delta(self.rho_at(distance), float(epsilon)) + self.dim * _TRUNCATION_DELTA
 
 
-def calibrate_gaussian(l2_sensitivity: float, epsilon: float, delta: float, dim: int = 1) -> GaussianCalibration:
+def calibrate_gaussian(
+    l2_sensitivity: float, epsilon: float, delta: float, dim: int = 1, *, lattice_bits: int | None = None
+) -> GaussianCalibration:
     """Lattice Gaussian calibration giving ``(epsilon, delta)``-DP for l2 sensitivity ``l2_sensitivity``
-    (zCDP accounting of the discrete Gaussian, see :class:`GaussianCalibration`)."""
+    (zCDP accounting of the discrete Gaussian, see :class:`GaussianCalibration`). ``lattice_bits`` (audits
+    only) puts ``sigma`` about ``2^lattice_bits`` lattice steps instead of ``2^54``, so that the exact law
+    can be enumerated."""
     sens = _check_sens(l2_sensitivity)
     eps = _check_eps(epsilon)
     target = float(delta)
     if not 0 < target < 1:
         raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
     sigma0 = analytic_gaussian_sigma(sens, eps, target)  # a lower bound: zCDP needs at least this
-    g = _pow2_below(sigma0, _GAUSS_BITS)
+    g = _pow2_below(sigma0, _GAUSS_BITS if lattice_bits is None else int(lattice_bits))
     sens_eff = sens + g * math.sqrt(dim)
     goal = target * (1 - _DELTA_MARGIN)
 
