@@ -74,7 +74,7 @@ def _check_sample_with_replacement(v, env) -> None:  # every user -> exactly 100
 
 
 def _outputs() -> dict[str, Callable]:
-    from userdp.privacy import Neighbours
+    from userdp.privacy import Neighbours, PureDP
     from userdp.privacy.guarantees import ApproxDP
 
     return {
@@ -95,6 +95,10 @@ def _outputs() -> dict[str, Callable]:
         "g.at_distance(0.008)": lambda v, env: v == pytest.approx((0.2, 1e-9)) or pytest.fail(str(v)),
         "g.user_level_dp()": lambda v, env: v == ApproxDP(25.0, 1e-9, Neighbours.REPLACE_USER) or pytest.fail(repr(v)),
         # three steps of group privacy: (3 eps, delta (1 + e^eps + e^(2 eps)))
+        # "0.5-DP for replace one user's data"
+        "s.remaining()": lambda v, env: (
+            v == PureDP(0.5, neighbours=Neighbours.REPLACE_USER) or pytest.fail(repr(v))
+        ),
         "DiscreteEMDDP(0.5, 1e-8, r=0.1).at_distance(0.25)": lambda v, env: (
             v == pytest.approx((1.5, 1e-8 * (1 + math.exp(0.5) + math.exp(1.0)))) or pytest.fail(str(v))
         ),
@@ -110,15 +114,16 @@ UNCHECKED = {
 }
 
 
-def _check_session(env) -> None:  # "refuses any release that would overspend, before it runs"
+def _check_session(env) -> None:  # "ONE relation; refuses overspending", "costs 1.0 under replace"
     from userdp.errors import BudgetExceededError
-    from userdp.privacy import PureDP
+    from userdp.privacy import Neighbours, PureDP
 
     s = env["s"]
     assert len(s.ledger) == 1 and s.ledger[0].guarantee == PureDP(0.5)
+    assert s.ledger[0].cost == PureDP(1.0, neighbours=Neighbours.REPLACE_USER)
     called = []
     with pytest.raises(BudgetExceededError):
-        s.run(PureDP(0.6), lambda: called.append(1))
+        s.run(PureDP(0.3), lambda: called.append(1))  # costs 0.6 under replace, 0.5 is left
     assert not called and len(s.ledger) == 1
 
 
@@ -161,7 +166,7 @@ def _check_chunked_block(env) -> None:
 
 
 BLOCK_CHECKS: dict[str, Callable] = {
-    "s = Session(PureDP(1.0))": _check_session,
+    "s = Session(PureDP(1.5, neighbours=Neighbours.REPLACE_USER))": _check_session,
     "g = person_element_graph(amazon_fashion())": _check_person_element_graph,
     "rel = dp_sparse_emd_agg(s, epsilon=1.0)": _check_heatmap_block,
     "rows_per_chunk=50_000": _check_chunked_block,
