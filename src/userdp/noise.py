@@ -105,6 +105,7 @@ __all__ = [
 
 _U64 = np.uint64
 _BATCH = 1 << 16
+_MAX_BATCH_WORDS = 1 << 22
 _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 # --------------------------------------------------------------------------------------------
@@ -565,9 +566,10 @@ class RandomSource:
         on the same words plus fresh ones (see the kernel conventions above). ``slow(i)`` finishes item ``i``
         on Python integers when a kernel hands it over (flag 1)."""
         n = out.shape[0]
+        batch = max(1, min(_BATCH, _MAX_BATCH_WORDS // per_item))  # at most 32 MB of words at a time
         start = 0
         while start < n:
-            stop = min(n, start + _BATCH)
+            stop = min(n, start + batch)
             words = self.words(per_item * (stop - start) + 4096)
             i = start
             while i < stop:
@@ -1241,7 +1243,8 @@ class L2LatticeLaw:
         def slow(i: int) -> None:
             out[i] = self._finish_python(int(hand[0]) + self.tau * int(hand[1]), src)
 
-        src._fill(_l2_batch, out, 64 * self.dim, *self._params(j_fast), hand, slow=slow)
+        # measured: about 130 (dim 2) to 450 (dim 50) words per coordinate
+        src._fill(_l2_batch, out, 500 * self.dim, *self._params(j_fast), hand, slow=slow)
         return out
 
     # The same algorithm on Python integers (for radius indices beyond j_fast, and as a reference).
