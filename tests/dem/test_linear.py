@@ -240,14 +240,19 @@ def test_audit_priv_emd_linear_central(rng):
     assert not audit_search(sampler(0.5), pairs, lambda d: (alpha * d, 0.0), n=6_000, n_pilot=600).passed
 
 
-def test_audit_linear_baseline_local(rng):
-    """The user-level baseline: any two users' data (here, every candidate pair) within (epsilon, 0)."""
+def test_audit_linear_baseline_local(rng, monkeypatch):
+    """The user-level baseline: any two users' data (here, every candidate pair, opposite corners included)
+    within (epsilon, 0); with the library's sensitivity halved (broken variant), refuted."""
+    import userdp.dem.linear as L
     from userdp.audit import audit_search, point_neighbours
 
     eps = 1.0
     pairs = point_neighbours(np.array([[0.0, 0.0], [0.5, 0.5]]), 0.5, -0.7, 0.7)
     sample = _local_sampler(lambda ds, r: linear_baseline(ds, eps, f_points=lambda x: x, f_bound=1.0, rng=r), rng)
     assert audit_search(sample, pairs, lambda d: (eps, 0.0), n=30_000).passed
+    real = L.calibrate_knorm
+    monkeypatch.setattr(L, "calibrate_knorm", lambda sens, e, norm, dim: real(sens / 2, e, norm, dim))
+    assert not audit_search(sample, pairs, lambda d: (eps, 0.0), n=30_000).passed
 
 
 def test_audit_priv_emd_linear_gaussian(rng):
