@@ -116,7 +116,7 @@ def _spark_input(args: argparse.Namespace, rng, need_equal_sizes: bool):
     eng._check(df, [args.user, *cols])
     projected = bool(args.samples)
     if projected:
-        df = eng.sample_with_replacement(df, args.user, cols, args.samples, seed=rng.randbelow(2**62))
+        df = eng.sample_with_replacement(df, args.user, cols, args.samples, rng=rng)
     sizes = eng.user_sizes(df, args.user)
     if args.model == "central" or need_equal_sizes:
         eng.require_equal_sizes(df, args.user, sizes)
@@ -377,7 +377,7 @@ def _freq_spark(args: argparse.Namespace, req: Request, rng, release_histogram: 
     cal = calibrate(req.inner_alpha, req.inner_delta, m, n=n if central else None)
     gk = GKRR(space, min(cal.alpha0, 40.0))
     labels = dom.labels
-    released = eng.randomize_items(df, args.user, args.item, gk, labels, seed=rng.randbelow(2**62))
+    released = eng.randomize_items(df, args.user, args.item, gk, labels, rng=rng)
     counts = eng.histogram_sum(released, args.user, args.item, labels, normalize=False)
     v = counts / counts.sum()
     inner, route = itemwise_guarantee(

@@ -15,6 +15,7 @@ from userdp.engines import LocalEngine  # noqa: E402
 from userdp.engines.spark import SparkEngine  # noqa: E402
 from userdp.errors import DataError  # noqa: E402
 from userdp.heatmaps import user_grid_sum  # noqa: E402
+from userdp.noise import KeyedStreams  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -94,19 +95,61 @@ def test_edges_equal_local(engine, records):
 
 
 def test_sampling_equals_local_keyed(engine, records):
+    """The same master gives the same per-user samples with replacement on Spark and locally; an unseeded
+    (os.urandom) master is used, so this also holds for real releases, not only for seeded demos."""
     users, _, lat, lon, _ = records
     ds = UserDataset.from_arrays(users, np.column_stack([lat, lon]))
-    local = LocalEngine().sample_keyed(ds, 7, seed=42)
-    sdf = engine.sample_with_replacement(_df(engine, records), "user", ["lat", "lon"], 7, seed=42).toPandas()
+    streams = KeyedStreams()
+    assert not streams.seeded
+    local = LocalEngine().sample_keyed(ds, 7, rng=streams)
+    sdf = engine.sample_with_replacement(_df(engine, records), "user", ["lat", "lon"], 7, rng=streams).toPandas()
     sdf = sdf.sort_values(["user", "lat", "lon"], kind="stable")
     loc = np.column_stack([np.repeat(local.user_ids, 7), local.items])
     loc = loc[np.lexsort((loc[:, 2], loc[:, 1], loc[:, 0]))]
     assert np.allclose(sdf[["user", "lat", "lon"]].to_numpy(dtype=float), loc)
+    other = LocalEngine().sample_keyed(ds, 7, rng=KeyedStreams())  # another master: other samples
+    assert not np.array_equal(other.items, local.items)
+
+
+def test_item_randomization_equals_local_keyed(engine, records):
+    """The same master gives the same GKRR-randomized items per user on Spark and in
+    LocalEngine.randomize_keyed (string user keys here; the sampling test above uses integer keys)."""
+    from userdp.dem import GKRR
+    from userdp.metrics import ClusteredMetric
+
+    users, items, _, _, words = records
+    users = np.array([f"u{u}" for u in users])
+    gk = GKRR(ClusteredMetric(8, 5, 0.2), 1.0)
+    streams = KeyedStreams()
+    ds = UserDataset.from_arrays(users, items, domain=FiniteDomain(words))
+    local = LocalEngine().randomize_keyed(ds, gk, rng=streams)
+    assert np.array_equal(local.counts(), ds.counts())
+    import pandas as pd
+
+    df = engine.spark.createDataFrame(pd.DataFrame({"user": users, "item": items}))
+    spark = engine.randomize_items(df, "user", "item", gk, words, rng=streams).toPandas()
+    loc = sorted(zip(np.repeat(local.user_ids, local.counts()).tolist(), words[local.items].tolist(), strict=True))
+    assert sorted(zip(spark["user"].tolist(), spark["item"].tolist(), strict=True)) == loc
+    assert not np.array_equal(local.items, ds.items)  # GKRR at alpha0 = 1 changes many items
+    again = LocalEngine().randomize_keyed(ds, gk, rng=KeyedStreams())
+    assert not np.array_equal(again.items, local.items)
+
+
+def test_keyed_operations_refuse_user_keys_without_an_encoding(engine):
+    import datetime
+
+    import pandas as pd
+
+    df = engine.spark.createDataFrame(pd.DataFrame({"user": [datetime.date(2024, 1, 1)] * 2, "item": ["a", "b"]}))
+    with pytest.raises(DataError, match="user column"):
+        engine.sample_with_replacement(df, "user", ["item"], 2)
+    with pytest.raises(DataError, match="user column"):
+        engine.randomize_items(df, "user", "item", None, np.array(["a", "b"]))
 
 
 def test_retried_task_does_not_change_the_release(engine, records):
     """A task that fails on its first attempt is retried by Spark; the per-user samples and randomized items
-    are the same as in a run without failures (they depend only on the driver seed and the user key)."""
+    are the same as in a run without failures (they depend only on the master secret and the user key)."""
     from pyspark import TaskContext
 
     df = _df(engine, records)
@@ -117,8 +160,9 @@ def test_retried_task_does_not_change_the_release(engine, records):
         yield from batches
 
     failing = df.mapInPandas(flaky, df.schema)
-    a = engine.sample_with_replacement(df, "user", ["lat", "lon"], 5, seed=7).toPandas()
-    b = engine.sample_with_replacement(failing, "user", ["lat", "lon"], 5, seed=7).toPandas()
+    streams = KeyedStreams()
+    a = engine.sample_with_replacement(df, "user", ["lat", "lon"], 5, rng=streams).toPandas()
+    b = engine.sample_with_replacement(failing, "user", ["lat", "lon"], 5, rng=streams).toPandas()
     key = ["user", "lat", "lon"]
     assert a.sort_values(key).reset_index(drop=True).equals(b.sort_values(key).reset_index(drop=True))
 
@@ -127,10 +171,11 @@ def test_retried_task_does_not_change_the_release(engine, records):
 
     words = records[4]
     gk = GKRR(ClusteredMetric(8, 5, 0.2), 1.0)
-    r1 = engine.randomize_items(df, "user", "item", gk, words, seed=11).toPandas().sort_values(["user", "item"])
-    r2 = engine.randomize_items(failing, "user", "item", gk, words, seed=11).toPandas().sort_values(["user", "item"])
+    rows = ["user", "item"]
+    r1 = engine.randomize_items(df, "user", "item", gk, words, rng=streams).toPandas().sort_values(rows)
+    r2 = engine.randomize_items(failing, "user", "item", gk, words, rng=streams).toPandas().sort_values(rows)
     assert r1.reset_index(drop=True).equals(r2.reset_index(drop=True))
-    r3 = engine.randomize_items(df, "user", "item", gk, words, seed=12).toPandas().sort_values(["user", "item"])
+    r3 = engine.randomize_items(df, "user", "item", gk, words).toPandas().sort_values(rows)
     assert not r1.reset_index(drop=True).equals(r3.reset_index(drop=True))
     assert len(r1) == len(records[0])
 
@@ -171,12 +216,9 @@ def test_releases_api_and_cli_on_spark(engine, records, tmp_path, capsys):
     assert out["lower_bound"] <= 40
 
 
-def test_dem_cli_on_spark(engine, tmp_path, capsys):
-    import json
-
+def _clustered_files(tmp_path):
+    """A (user, item, lat, lon) CSV of 100 users with 10 records each and its public clustered domain file."""
     import pandas as pd
-
-    from userdp.cli import main
 
     rng = np.random.default_rng(3)
     labels = [f"{b}{c}" for b in "ABC" for c in range(4)]
@@ -190,14 +232,50 @@ def test_dem_cli_on_spark(engine, tmp_path, capsys):
             "lon": -74.0 + 0.05 * rng.random(users.size),
         }
     ).to_csv(tmp_path / "d.csv", index=False)
-    data = tmp_path / "d.csv"
+    return tmp_path / "d.csv", tmp_path / "domain.csv"
+
+
+def test_dem_cli_on_spark(engine, tmp_path, capsys):
+    import json
+
+    from userdp.cli import main
+
+    data, domain = _clustered_files(tmp_path)
     base = ["--alpha", "20", "--engine", "spark", "--json", "--seed", "1"]
-    assert main(cli_argv.clustered("freq", data, tmp_path / "domain.csv", *base)) == 0
+    assert main(cli_argv.clustered("freq", data, domain, *base)) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["engine"] == "spark" and sum(out["estimate"].values()) == pytest.approx(1.0)
     assert main(cli_argv.greatcircle(data, *base)) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["unit"] == "km" and 0 < out["estimate"][0] < 30
+
+
+def test_cli_spark_master_comes_from_urandom_and_is_never_shown(engine, tmp_path, capfd, monkeypatch):
+    """`userdp freq --engine spark --samples S --json` without --seed: the per-user randomness (sampling and
+    GKRR on the executors) is a function of os.urandom(32) alone -- two runs under the same fixed 32-byte
+    os.urandom output release the same estimate -- and that master appears nowhere in stdout or stderr."""
+    import base64
+    import json
+    import os
+
+    from userdp.cli import main
+
+    master = bytes(range(0xA0, 0xC0))
+    real = os.urandom
+    monkeypatch.setattr(os, "urandom", lambda n: master if n == 32 else real(n))
+    data, domain = _clustered_files(tmp_path)
+    argv = cli_argv.clustered("freq", data, domain, "--alpha", "20", "--engine", "spark", "--json", "--samples", "4")
+    runs = []
+    for _ in range(2):
+        assert main(argv) == 0
+        captured = capfd.readouterr()
+        text = captured.out + captured.err
+        for shown in (master.hex(), master.hex().upper(), repr(master), base64.b64encode(master).decode()):
+            assert shown not in text
+        out = json.loads(captured.out)
+        assert "warning" not in out  # an unseeded (real) release
+        runs.append(out["estimate"])
+    assert runs[0] == runs[1]
 
 
 def test_equal_sizes_on_spark(engine, records):
@@ -209,5 +287,5 @@ def test_equal_sizes_on_spark(engine, records):
     if lo != hi:
         with pytest.raises(DataError, match="BoundedEMDReduction"):
             engine.require_equal_sizes(df, "user")
-    sampled = engine.sample_with_replacement(df, "user", ["item"], 3, seed=1)
+    sampled = engine.sample_with_replacement(df, "user", ["item"], 3)
     assert engine.require_equal_sizes(sampled, "user") == 3

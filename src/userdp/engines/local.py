@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import DataError
-from ..noise import resolve_rng
+from ..noise import KeyedStreams, resolve_rng
 from .base import Engine
 
 if TYPE_CHECKING:
     from ..data import UserDataset
     from ..noise import RngLike
+
+
+# Purposes of the keyed per-user streams (one stream per user and purpose; see KeyedStreams.source).
+SAMPLE_PURPOSE = "BoundedEMDReduction: sampling with replacement"
+RANDOMIZE_PURPOSE = "local-model item randomization"
+
+
+def keyed_sample_indices(streams: KeyedStreams, user_key: Any, size: int, s: int) -> np.ndarray:
+    """``s`` indices drawn uniformly with replacement from ``range(size)`` with the user's keyed stream for
+    :data:`SAMPLE_PURPOSE`. The local engine and the Spark executors both call this function."""
+    return streams.source(user_key, SAMPLE_PURPOSE).integers(int(size), size=int(s))
+
+
+def keyed_randomize(streams: KeyedStreams, user_key: Any, codes: np.ndarray, randomizer) -> np.ndarray:
+    """One user's randomized item codes: ``randomizer`` applied to the user's sorted codes with the user's
+    keyed stream for :data:`RANDOMIZE_PURPOSE`, sorted. The local engine and the Spark executors both call
+    this function."""
+    codes = np.sort(np.asarray(codes, dtype=np.int64))
+    return np.sort(randomizer.randomize(codes, streams.source(user_key, RANDOMIZE_PURPOSE)))
 
 
 class LocalEngine(Engine):
@@ -72,24 +91,65 @@ class LocalEngine(Engine):
         offsets = np.concatenate([[0], np.cumsum(new_counts)]).astype(np.int64)
         return UserDataset(offsets, ds.items[keep], ds.user_ids, ds.domain)
 
-    def sample_keyed(self, ds: UserDataset, s: int, seed: int) -> UserDataset:
-        """Sampling with replacement where user ``u``'s draws come from a generator seeded by
-        ``user_seed(seed, key_u)`` over its items sorted by value: the same rows as the Spark engine, and
-        independent of how users are split into partitions or tasks."""
+    def sample_keyed(self, ds: UserDataset, s: int, rng: KeyedStreams | RngLike = None) -> UserDataset:
+        """Sampling with replacement where user ``u``'s draws come from its keyed stream
+        (:func:`keyed_sample_indices`) over its items sorted by value: the same rows as
+        :meth:`~userdp.engines.spark.SparkEngine.sample_with_replacement` for the same
+        :class:`~userdp.noise.KeyedStreams`, independent of how users are split into partitions or tasks.
+
+        Parameters
+        ----------
+        ds:
+            The dataset; every user must hold at least one item.
+        s:
+            Samples per user (at least 1).
+        rng:
+            A :class:`~userdp.noise.KeyedStreams` (share it with another engine to get the same rows), or
+            ``None`` for a fresh 256-bit master from the OS CSPRNG, or a seed (reproducible, no privacy).
+        """
         from ..data import UserDataset
-        from .spark import keyed_choice
 
         ds.require_items()
         s = int(s)
         if s < 1:
             raise DataError(f"the per-user sample size must be at least 1, got {s}")
+        streams = KeyedStreams.from_rng(rng)
         out = []
         for i in range(ds.n_users):
             items = ds.user_items(i)
             order = np.lexsort(items.T[::-1]) if items.ndim == 2 else np.argsort(items, kind="stable")
-            out.append(items[order][keyed_choice(seed, ds.user_ids[i], items.shape[0], s)])
+            out.append(items[order][keyed_sample_indices(streams, ds.user_ids[i], items.shape[0], s)])
         offsets = np.arange(ds.n_users + 1, dtype=np.int64) * s
         return UserDataset(offsets, np.concatenate(out), ds.user_ids, ds.domain)
+
+    def randomize_keyed(self, ds: UserDataset, randomizer, rng: KeyedStreams | RngLike = None) -> UserDataset:
+        """Local-model item randomization where user ``u``'s items (sorted codes) are randomized with its
+        keyed stream (:func:`keyed_randomize`): the same released multisets as
+        :meth:`~userdp.engines.spark.SparkEngine.randomize_items` for the same
+        :class:`~userdp.noise.KeyedStreams` and the same item labels.
+
+        Parameters
+        ----------
+        ds:
+            A dataset over a finite item domain.
+        randomizer:
+            An :class:`~userdp.dem.randomizers.ItemRandomizer` on item codes (e.g. GKRR).
+        rng:
+            As in :meth:`sample_keyed`.
+
+        Returns
+        -------
+        UserDataset
+            Each user's randomized items, sorted, with the same users and sizes.
+        """
+        from ..data import UserDataset
+
+        if ds.is_points:
+            raise DataError("keyed item randomization needs items from a finite domain, not points")
+        streams = KeyedStreams.from_rng(rng)
+        out = [keyed_randomize(streams, ds.user_ids[i], ds.user_items(i), randomizer) for i in range(ds.n_users)]
+        items = np.concatenate(out).astype(np.int64) if out else np.empty(0, dtype=np.int64)
+        return UserDataset(ds.offsets, items, ds.user_ids, ds.domain)
 
     def histogram_sum(self, ds: UserDataset, normalize: bool = True) -> np.ndarray:
         k = ds.domain_size

@@ -4,10 +4,13 @@ Input is a Spark DataFrame (or a Parquet/CSV path Spark reads) with a user colum
 Executors compute only **deterministic** aggregates -- per-user counts, weighted histograms
 ``sum_i K~_i``, grid sums of per-user distributions, per-user means of a query, the deduplicated
 person-element edges -- and everything random that must happen per user (sampling with replacement for
-BoundedEMDReduction, local-model item randomization) is a deterministic function of a seed drawn on the
-driver from the CSPRNG and of the user key. A retried or speculative task therefore recomputes exactly
-the same rows, and no privacy noise is ever drawn on an executor: noise, selection and reconstruction
-run on the driver, once, through the same mechanism functions as the local engine.
+BoundedEMDReduction, local-model item randomization) reads the user's keyed stream
+(:class:`~userdp.noise.KeyedStreams`): AES-256-CTR under HMAC-SHA256 of a 256-bit master secret, drawn on
+the driver from ``os.urandom``, and of the user key. A retried or speculative task therefore recomputes
+exactly the same rows, while no user's stream can be predicted without the master (which travels to the
+executors inside the pickled task closure, and nowhere else). No other privacy noise is ever drawn on an
+executor: noise, selection and reconstruction run on the driver, once, through the same mechanism
+functions as the local engine.
 
 Driver memory: aggregates are small (a histogram, a grid, one row per user for local-model releases);
 the distinct-count graph is collected as an edge list and is refused above ``max_edges`` (default
@@ -17,27 +20,21 @@ the distinct-count graph is collected as an edge list and is refused above ``max
 
 from __future__ import annotations
 
-import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import DataError
+from ..noise import KeyedStreams
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SparkEngine", "user_seed"]
+    from ..noise import RngLike
+
+__all__ = ["SparkEngine"]
 
 MAX_EDGES = 50_000_000
-
-
-def user_seed(seed: int, user: Any) -> int:
-    """A 64-bit seed for one user, derived from the driver's seed and the user key (SHA-256)."""
-    if hasattr(user, "item"):  # NumPy scalars hash like the Python values Spark hands out
-        user = user.item()
-    h = hashlib.sha256(f"{int(seed)}|{type(user).__name__}|{user}".encode()).digest()
-    return int.from_bytes(h[:8], "little")
 
 
 class SparkEngine:
@@ -193,52 +190,83 @@ class SparkEngine:
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         return PersonElementGraph(offsets, np.ascontiguousarray(codes[order].astype(np.int64)), labels.size)
 
-    # -- per-user randomness (deterministic in the driver seed and the user key) ----------------
-    def sample_with_replacement(self, df: DataFrame, user: str, cols: list[str], s: int, seed: int) -> DataFrame:
-        """BoundedEMDReduction's projection: ``s`` rows per user, drawn with replacement by a generator seeded
-        with :func:`user_seed` (driver seed, user key). Output rows are sorted within each user."""
+    # -- per-user randomness (deterministic in the master secret and the user key) --------------
+    @staticmethod
+    def _check_keyable(df: DataFrame, user: str) -> None:
+        """Refuse, on the driver, a user column whose values have no canonical key encoding."""
+        from pyspark.sql import types as T
+
+        keyable = (T.IntegralType, T.StringType, T.BinaryType, T.FractionalType, T.BooleanType)
+        dtype = df.schema[user].dataType
+        if not isinstance(dtype, keyable) or isinstance(dtype, T.DecimalType):
+            raise DataError(
+                f"keyed per-user randomness needs an integer, string, binary or floating-point user column, "
+                f"not {dtype.simpleString()}; cast the user column first"
+            )
+
+    def sample_with_replacement(
+        self, df: DataFrame, user: str, cols: list[str], s: int, rng: KeyedStreams | RngLike = None
+    ) -> DataFrame:
+        """BoundedEMDReduction's projection: ``s`` rows per user, drawn with replacement from the user's rows
+        sorted by ``cols``, with the user's keyed stream (:func:`userdp.engines.local.keyed_sample_indices`,
+        the function :meth:`LocalEngine.sample_keyed <userdp.engines.local.LocalEngine.sample_keyed>` uses).
+
+        Parameters
+        ----------
+        rng:
+            A :class:`~userdp.noise.KeyedStreams` (share it with the local engine to get the same rows),
+            ``None`` for a fresh 256-bit master from ``os.urandom``, or a seed or seeded source (reproducible,
+            no privacy). The master is pickled into the task closure sent to the executors.
+        """
         import pandas as pd
 
         self._check(df, [user, *cols])
+        self._check_keyable(df, user)
+        if int(s) < 1:
+            raise DataError(f"the per-user sample size must be at least 1, got {s}")
+        streams = KeyedStreams.from_rng(rng)
         schema = df.select(user, *cols).schema
 
         def per_user(pdf: pd.DataFrame) -> pd.DataFrame:
-            from userdp.engines.spark import keyed_choice
+            from userdp.engines.local import keyed_sample_indices
 
             key = pdf[user].iloc[0]
             pdf = pdf.sort_values(cols, kind="stable").reset_index(drop=True)
-            return pdf.iloc[keyed_choice(seed, key, len(pdf), s)].reset_index(drop=True)
+            return pdf.iloc[keyed_sample_indices(streams, key, len(pdf), s)].reset_index(drop=True)
 
         return df.select(user, *cols).groupBy(user).applyInPandas(per_user, schema)
 
     def randomize_items(
-        self, df: DataFrame, user: str, item: str, randomizer, labels: np.ndarray, seed: int
+        self,
+        df: DataFrame,
+        user: str,
+        item: str,
+        randomizer,
+        labels: np.ndarray,
+        rng: KeyedStreams | RngLike = None,
     ) -> DataFrame:
-        """Local-model item randomization on the executors (PrivEMDItemWise's ``A``), each user's items with a
-        generator seeded by (driver seed, user key); returns ``user, item`` rows of the released multisets."""
+        """Local-model item randomization on the executors (PrivEMDItemWise's ``A``): each user's item codes
+        (positions in ``labels``) with the user's keyed stream (:func:`userdp.engines.local.keyed_randomize`,
+        the function :meth:`LocalEngine.randomize_keyed <userdp.engines.local.LocalEngine.randomize_keyed>`
+        uses); returns ``user, item`` rows of the released multisets. ``rng`` as in
+        :meth:`sample_with_replacement`."""
         import pandas as pd
         from pyspark.sql.types import StringType, StructField, StructType
 
         self._check(df, [user, item])
+        self._check_keyable(df, user)
+        streams = KeyedStreams.from_rng(rng)
         index = {str(v): i for i, v in enumerate(labels)}
         lab = [str(v) for v in labels]
         utype = df.schema[user].dataType
         schema = StructType([StructField(user, utype), StructField(item, StringType())])
 
         def per_user(pdf: pd.DataFrame) -> pd.DataFrame:
-            from userdp.noise import RandomSource
+            from userdp.engines.local import keyed_randomize
 
             key = pdf[user].iloc[0]
-            codes = np.array(sorted(index[str(x)] for x in pdf[item]), dtype=np.int64)
-            out = np.sort(randomizer.randomize(codes, RandomSource(user_seed(seed, key))))
+            codes = np.array([index[str(x)] for x in pdf[item]], dtype=np.int64)
+            out = keyed_randomize(streams, key, codes, randomizer)
             return pd.DataFrame({user: [key] * len(out), item: [lab[j] for j in out]})
 
         return df.select(user, item).groupBy(user).applyInPandas(per_user, schema)
-
-
-def keyed_choice(seed: int, key: Any, size: int, s: int) -> np.ndarray:
-    """``s`` indices drawn uniformly with replacement from ``range(size)`` with the generator of
-    :func:`user_seed` -- the same function the local engine's keyed sampling uses."""
-    from ..noise import RandomSource
-
-    return RandomSource(user_seed(seed, key)).integers(size, size=s)

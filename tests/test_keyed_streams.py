@@ -1,0 +1,145 @@
+"""Keyed per-user streams (userdp.noise.KeyedStreams): a 256-bit master from os.urandom, per-user AES-256-CTR
+streams keyed by HMAC-SHA256(master, canonical user key), the same draws in every process, distinct draws
+for distinct masters, users and purposes, and a master that is never shown."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+import userdp
+from userdp.dem import GKRR
+from userdp.errors import DataError
+from userdp.metrics import ClusteredMetric
+from userdp.noise import KeyedSource, KeyedStreams, RandomSource, discrete_laplace, encode_user_key
+
+MASTER = bytes(range(0x40, 0x60))  # a recognisable 32-byte "os.urandom" output
+
+
+@pytest.fixture
+def fixed_urandom(monkeypatch):
+    """os.urandom returns MASTER for 32-byte requests (and real bytes otherwise); records the sizes asked."""
+    real, asked = os.urandom, []
+
+    def fake(n: int) -> bytes:
+        asked.append(n)
+        return MASTER if n == 32 else real(n)
+
+    monkeypatch.setattr(os, "urandom", fake)
+    return asked
+
+
+def _draws(src: RandomSource) -> list:
+    """Everything the engines and randomizers draw from a per-user stream, in one fixed order."""
+    gk = GKRR(ClusteredMetric(8, 5, 0.2), 1.0)
+    arr = np.arange(50)
+    src.shuffle(arr)
+    return [
+        src.words(700).tolist(),  # above 512: a different path in the OS-backed source
+        src.integers(17, size=40).tolist(),
+        src.randbelow(10**30),
+        arr.tolist(),
+        src.permutation(20).tolist(),
+        src.uniform(5).tolist(),
+        gk.randomize(np.arange(40) % 40, src).tolist(),
+        discrete_laplace(3, 10, rng=src).tolist(),
+    ]
+
+
+def test_distinct_masters_users_and_purposes_give_different_streams():
+    a, b = KeyedStreams(), KeyedStreams()
+    assert not a.seeded and not b.seeded
+    assert np.intersect1d(a.source(1).words(1000), b.source(1).words(1000)).size == 0
+    assert not np.array_equal(KeyedStreams(1).source(1).words(8), KeyedStreams(2).source(1).words(8))
+    assert not np.array_equal(a.source(1).words(8), a.source(2).words(8))
+    assert not np.array_equal(a.source(1, "sample").words(8), a.source(1, "randomize").words(8))
+
+
+def test_same_master_and_key_give_the_same_stream_in_every_process():
+    """Every sampler draws the same from two sources for the same master and key, after pickling too (as
+    Spark ships the master), and a fresh Python process unpickling the master derives the same stream."""
+    streams = KeyedStreams()
+    expected = _draws(streams.source("user-7", "p"))
+    assert _draws(streams.source("user-7", "p")) == expected
+    assert _draws(pickle.loads(pickle.dumps(streams)).source("user-7", "p")) == expected
+    code = "import pickle, sys\nprint(pickle.loads(sys.stdin.buffer.read()).source('user-7', 'p').words(2000).tolist())"
+    env = {**os.environ, "PYTHONPATH": str(Path(userdp.__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(streams), capture_output=True, env=env)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert json.loads(done.stdout) == streams.source("user-7", "p").words(2000).tolist()
+
+
+def test_stream_is_aes256_ctr_under_hmac_sha256_of_the_os_urandom_master(fixed_urandom):
+    """A known-answer check computed here with hmac and cryptography: the master is os.urandom(32), the
+    per-user key HMAC-SHA256(master, label | len(purpose) | purpose | encoding), the stream AES-256-CTR from a
+    zero counter block. A PCG64 (or any other) stream, a constant key or a master not read from os.urandom
+    all fail it."""
+    streams = KeyedStreams()
+    assert 32 in fixed_urandom
+    purpose = b"BoundedEMDReduction: sampling with replacement"
+    for key, encoding in [(12345, b"int\x0012345"), ("alice", b"str\x00alice")]:
+        msg = b"userdp keyed per-user stream v1\x00" + len(purpose).to_bytes(4, "big") + purpose + encoding
+        aes_key = hmac.new(MASTER, msg, hashlib.sha256).digest()
+        enc = Cipher(algorithms.AES(aes_key), modes.CTR(bytes(16))).encryptor()
+        expected = np.frombuffer(enc.update(bytes(8 * 1000)), dtype="<u8")
+        got = streams.source(key, purpose.decode()).words(1000)
+        assert np.array_equal(got, expected)
+
+
+def test_key_encoding_is_canonical_and_type_tagged():
+    same = [(7, np.int64(7)), (7, np.int32(7)), (7, np.uint64(7)), ("a", np.str_("a")), (b"a", np.bytes_(b"a"))]
+    same += [(b"a", bytearray(b"a")), (0.0, -0.0), (0.5, np.float64(0.5)), (True, np.bool_(True))]
+    for x, y in same:
+        assert encode_user_key(x) == encode_user_key(y)
+    keys = [1, "1", b"1", 1.0, True, -1, "-1", 10, "", b"", 0, False, 0.0, "int\x001"]
+    encodings = [encode_user_key(k) for k in keys]
+    assert len(set(encodings)) == len(keys)
+    streams = KeyedStreams()
+    assert not np.array_equal(streams.source(1).words(4), streams.source("1").words(4))
+    assert np.array_equal(streams.source(np.int64(1)).words(4), streams.source(1).words(4))
+    for bad in (None, (1, 2), 1 + 2j):
+        with pytest.raises(DataError, match="user keys"):
+            streams.source(bad)
+
+
+def test_master_is_256_bits_from_os_urandom_and_never_shown(fixed_urandom):
+    streams = KeyedStreams()
+    assert fixed_urandom.count(32) == 1
+    src = streams.source(3)
+    shown = [repr(streams), str(streams), f"{streams}", repr(src), str(src)]
+    try:
+        streams.source(object())
+    except DataError as e:
+        shown.append(str(e))
+    for text in shown:
+        assert MASTER.hex() not in text.lower() and repr(MASTER) not in text
+    assert "urandom" in repr(streams) and not src.seeded
+    with pytest.raises(TypeError):
+        pickle.dumps(src)  # ship the KeyedStreams, not a stream
+
+
+def test_seeded_masters_are_reproducible_and_marked(fixed_urandom):
+    a, b = KeyedStreams(5), KeyedStreams(5)
+    assert a.seeded and a.source(1).seeded and "seeded" in repr(a)
+    assert np.array_equal(a.source(1).words(8), b.source(1).words(8))
+    assert KeyedStreams.from_rng(a) is a
+    assert KeyedStreams.from_rng(5).seeded
+    seeded_src = KeyedStreams.from_rng(RandomSource(9))
+    assert seeded_src.seeded
+    assert np.array_equal(seeded_src.source(1).words(8), KeyedStreams.from_rng(RandomSource(9)).source(1).words(8))
+    assert fixed_urandom == []  # nothing seeded touched the OS CSPRNG
+    assert not KeyedStreams.from_rng(None).seeded and not KeyedStreams.from_rng(RandomSource()).seeded
+    assert fixed_urandom.count(32) >= 2
+    with pytest.raises(TypeError):
+        KeyedStreams(1.5)
+    assert isinstance(a.source(1), KeyedSource) and isinstance(a.source(1), RandomSource)
