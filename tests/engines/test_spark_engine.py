@@ -264,7 +264,9 @@ def test_cli_spark_master_comes_from_urandom_and_is_never_shown(engine, tmp_path
     real = os.urandom
     monkeypatch.setattr(os, "urandom", lambda n: master if n == 32 else real(n))
     data, domain = _clustered_files(tmp_path)
-    argv = cli_argv.clustered("freq", data, domain, "--alpha", "20", "--engine", "spark", "--json", "--samples", "4")
+    argv = cli_argv.clustered(
+        "freq", data, domain, "--alpha", "20", "--engine", "spark", "--json", "--samples", "4", "--delta", "1e-6"
+    )
     runs = []
     for _ in range(2):
         assert main(argv) == 0
