@@ -16,7 +16,7 @@ from scipy.ndimage import gaussian_filter
 
 from userdp import datasets as D
 from userdp.data import FiniteDomain
-from userdp.histogram import user_histogram
+from userdp.dem import user_histogram
 from userdp.metrics import GridL1, grid_emd
 from userdp.noise import RandomSource
 

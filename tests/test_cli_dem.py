@@ -106,16 +106,16 @@ def test_weaker_release_needs_opt_in(files, capsys, monkeypatch):
     guarantee and both sides."""
     import dataclasses
 
-    import userdp.dem as dem
+    import userdp.releases.dem as dem
 
-    real = dem.priv_emd_linear
+    real = dem.linear_release  # the mechanism step the release calls
 
     def weaker(*args, **kwargs):
         rel = real(*args, **kwargs)
         g = rel.guarantee
         return dataclasses.replace(rel, guarantee=dataclasses.replace(g, alpha=1.5 * g.alpha))
 
-    monkeypatch.setattr(dem, "priv_emd_linear", weaker)
+    monkeypatch.setattr(dem, "linear_release", weaker)
     argv = cli_argv.greatcircle(files / "data.csv", "--alpha", "25", "--json", "--seed", "2")
     assert main(argv) == 2
     out, err = capsys.readouterr()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests import cli_argv
-from userdp import cli_ledger
+from userdp.cli import ledger as cli_ledger
 from userdp.cli import main
 from userdp.errors import BudgetExceededError
 from userdp.privacy import EMDMetricDP, Neighbours, PureDP

@@ -168,6 +168,7 @@ class Row(NamedTuple):
 
 
 def _api_rows() -> dict[str, Row]:
+    from userdp import releases
     from userdp.dem import (
         freq_est_gkrr,
         freq_est_hadamard,
@@ -175,17 +176,21 @@ def _api_rows() -> dict[str, Row]:
         linear_baseline,
         priv_emd_itemwise,
         priv_emd_linear,
+        user_histogram,
     )
     from userdp.distinct import distinct_count
     from userdp.heatmaps import dense_emd_agg, dp_sparse_emd_agg, laplace_heatmap
-    from userdp.histogram import user_histogram
-    from userdp.streaming import itemwise_histogram_chunks
 
     def lin(ds, alpha=1.0):
         return priv_emd_linear(ds, 1.0, alpha, f_points=lambda x: x, rng=_RNG)
 
     def itemwise_asked(ds):  # composition's (m alpha_0, 0); an amplified route may only be stronger
         return EMDMetricDP(_m(ds) * 0.5, 1e-6, Model.CENTRAL, True, _metric())
+
+    def chunked_itemwise(ds, alpha):  # the central release on the chunked engine, asked for composition's alpha
+        return releases.itemwise(
+            ds, _space(), ds.domain, alpha, delta=1e-6, model="central", engine="chunked", rng=_RNG
+        )
 
     add_remove = PureDP(1.0, neighbours=Neighbours.ADD_REMOVE_USER)
     return {
@@ -254,11 +259,11 @@ def _api_rows() -> dict[str, Row]:
             lambda ds: add_remove,
         ),
         "releases.heatmap": Row("points", False, (_heatmap,), lambda ds: _heatmap(ds, side=6), lambda ds: add_remove),
-        "streaming.itemwise_histogram_chunks": Row(
+        "releases.itemwise (chunked engine)": Row(
             "finite",
             True,
-            (lambda ds: itemwise_histogram_chunks([ds], _gkrr(), _m(ds), rng=_RNG),),
-            lambda ds: itemwise_histogram_chunks([ds], _gkrr(), 0, rng=_RNG),
+            (lambda ds: chunked_itemwise(ds, _m(ds) * 0.5),),
+            lambda ds: chunked_itemwise(ds, -1.0),
             itemwise_asked,
             exact=False,
         ),
@@ -398,7 +403,7 @@ def _main(g: Guarantee) -> float:
 def _check_release(rel, asked: Guarantee, exact: bool) -> None:
     """A released cell: a finite value and the guarantee the call asked for (never a weaker one; with
     ``exact``, not another, stronger-looking one either)."""
-    from userdp.release import Release
+    from userdp.privacy.result import Release
 
     assert isinstance(rel, Release)
     value = rel.value.items if isinstance(rel.value, UserDataset) else rel.value
@@ -593,8 +598,8 @@ def _cli_cases():
 
 @pytest.mark.parametrize("row,col", list(_cli_cases()))
 def test_cli_cell(row, col, tmp_path, capsys):
-    from userdp import cli_ledger
     from userdp.cli import build_parser, main
+    from userdp.cli import ledger as cli_ledger
 
     outcome = TABLE[row][col]
     kind = "points" if row in ("userdp heatmap", "userdp linear") else "items"

@@ -9,8 +9,8 @@ import pytest
 from scipy import stats
 
 from userdp.data import FiniteDomain, UserDataset
+from userdp.dem import user_histogram
 from userdp.errors import DataError
-from userdp.histogram import user_histogram
 from userdp.privacy import Neighbours, PureDP
 
 

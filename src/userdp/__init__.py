@@ -7,16 +7,23 @@ protected. userdp implements, on one shared core:
 * person-level DP distinct count (Knop & Steinke, NeurIPS 2023),
 * DP heatmaps by sparse EMD aggregation (Ghazi et al., AAAI 2023).
 
-The core: :mod:`userdp.data` (the user data model), :mod:`userdp.metrics` (metric spaces and the EMD),
-:mod:`userdp.noise` (all randomness, floating-point safe), :mod:`userdp.privacy` (typed guarantees
-and budgets), :mod:`userdp.engines` (the data plane), :mod:`userdp.datasets` (bundled real data).
+Layers, bottom to top (a module imports only from its own layer or below):
+
+* :mod:`userdp.errors`, :mod:`userdp.noise` (all randomness, exact on a lattice), :mod:`userdp.privacy`
+  (typed guarantees, budgets, accounting, the :class:`Release` result);
+* :mod:`userdp.data` (the user data model) and :mod:`userdp.metrics` (metric spaces and the EMD);
+* :mod:`userdp.engines` (the data plane: in memory, chunked, Spark);
+* the mechanisms, one package per paper: :mod:`userdp.dem`, :mod:`userdp.distinct`, :mod:`userdp.heatmaps`;
+* :mod:`userdp.releases` (one function per release: table + columns + parameters + engine -> Release)
+  and :mod:`userdp.audit`;
+* :mod:`userdp.cli` and :mod:`userdp.report` (the demo) on top; :mod:`userdp.datasets` holds bundled data.
 """
 
 from __future__ import annotations
 
 from .data import BoxDomain, FiniteDomain, UserDataset
 from .errors import BudgetExceededError, DataError, ParameterError, UserDPError
-from .release import ErrorStatement, Release
+from .privacy.result import ErrorStatement, Release
 
 __version__ = "0.1.0"
 

@@ -22,22 +22,43 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 
 from .errors import DataError
+from .noise import RngLike, resolve_rng
 
-if TYPE_CHECKING:
-    from .engines.base import Engine
-    from .noise import RngLike
+__all__ = ["FiniteDomain", "BoxDomain", "UserDataset", "read_table", "to_arrow", "group_by_user", "tokenize"]
 
-__all__ = ["FiniteDomain", "BoxDomain", "UserDataset", "read_table", "to_arrow"]
+_TOKEN = re.compile(r"\w+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased alphanumeric tokens (``\\w+``, Unicode), as in Knop & Steinke's experiments. Every engine
+    splits text columns with this function, so they find the same words."""
+    return _TOKEN.findall(str(text).lower())
+
+
+def group_by_user(users: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group records by user key.
+
+    Returns ``(offsets, order, user_keys)``: records ``order[offsets[i]:offsets[i+1]]`` belong to user
+    ``user_keys[i]``; users are sorted by key and records keep their input order within a user.
+    """
+    users = np.asarray(users)
+    keys, inverse = np.unique(users, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    counts = np.bincount(inverse, minlength=keys.size)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return offsets, order.astype(np.int64), keys
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,7 +333,6 @@ class UserDataset:
         users: Sequence[Any] | np.ndarray,
         items: Sequence[Any] | np.ndarray,
         domain: FiniteDomain | BoxDomain | None = None,
-        engine: Engine | None = None,
     ) -> UserDataset:
         """Build from one record per item: ``users[j]`` holds ``items[j]``.
 
@@ -351,10 +371,7 @@ class UserDataset:
             if domain is None:
                 domain = FiniteDomain.from_data(items_arr)
             codes = domain.encode(items_arr)
-        from .engines import get_engine
-
-        eng = get_engine(engine)
-        offsets, order, user_keys = eng.group_by_user(users)
+        offsets, order, user_keys = group_by_user(users)
         return cls(offsets, codes[order], user_keys, domain)
 
     @classmethod
@@ -390,7 +407,6 @@ class UserDataset:
         item: str | None = None,
         items: Sequence[str] | None = None,
         domain: FiniteDomain | BoxDomain | None = None,
-        engine: Engine | None = None,
     ) -> UserDataset:
         """Build from a table (pandas, polars, pyarrow or dict of columns).
 
@@ -405,7 +421,7 @@ class UserDataset:
         users = _column_numpy(t.column(user), user)
         if t.num_rows == 0:  # a dataset of no users; its columns' types say nothing (a header-only CSV has none)
             vals = np.empty(0, dtype=object) if item is not None else np.empty((0, len(items)))
-            return cls.from_arrays(users, vals, domain=domain, engine=engine)
+            return cls.from_arrays(users, vals, domain=domain)
         if item is not None:
             col = t.column(item)
             typ = col.type
@@ -426,7 +442,7 @@ class UserDataset:
                     raise DataError(f"coordinate column {c!r} has type {col.type}; it must be numeric")
                 arrs.append(_column_numpy(col, c).astype(np.float64))
             vals = np.column_stack(arrs)
-        return cls.from_arrays(users, vals, domain=domain, engine=engine)
+        return cls.from_arrays(users, vals, domain=domain)
 
     @classmethod
     def from_file(
@@ -437,12 +453,11 @@ class UserDataset:
         items: Sequence[str] | None = None,
         domain: FiniteDomain | BoxDomain | None = None,
         format: str | None = None,
-        engine: Engine | None = None,
     ) -> UserDataset:
         """Build from a CSV, Parquet or JSON-lines file (see :func:`read_table`)."""
         cols = [user] + ([item] if item is not None else list(items or []))
         table = read_table(path, columns=cols, format=format)
-        return cls.from_table(table, user=user, item=item, items=items, domain=domain, engine=engine)
+        return cls.from_table(table, user=user, item=item, items=items, domain=domain)
 
     # -- basic properties -------------------------------------------------------------------------
     @property
@@ -565,19 +580,50 @@ class UserDataset:
             h /= self.n_items
         return h
 
-    # -- data-plane operations (through an engine) ----------------------------------------------
-    def dedupe(self, engine: Engine | None = None) -> UserDataset:
-        """Keep each distinct item once per user (sets instead of multisets)."""
-        from .engines import get_engine
+    # -- per-user transformations of the in-memory dataset --------------------------------------------
+    def dedupe(self) -> UserDataset:
+        """Keep each distinct item once per user (sets instead of multisets), sorted within each user."""
+        uidx = self.user_index()
+        if self.is_points:
+            rows = np.column_stack([uidx.astype(np.float64), self.items])
+            uniq = np.unique(rows, axis=0)
+            u = uniq[:, 0].astype(np.int64)
+            items = uniq[:, 1:]
+        else:
+            key = uidx * np.int64(self.domain_size) + self.items
+            uniq = np.unique(key)
+            u = uniq // self.domain_size
+            items = uniq % self.domain_size
+        counts = np.bincount(u, minlength=self.n_users)
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return UserDataset(offsets, items, self.user_ids, self.domain)
 
-        return get_engine(engine).dedupe(self)
-
-    def sample(self, s: int, replace: bool = True, rng: RngLike = None, engine: Engine | None = None) -> UserDataset:
+    def sample(self, s: int, replace: bool = True, rng: RngLike = None) -> UserDataset:
         """Per-user sampling: ``s`` items with replacement (every user then holds exactly ``s`` items,
-        Algorithm 3 of Imola et al.) or ``min(s, |K_i|)`` without replacement."""
-        from .engines import get_engine
-
-        return get_engine(engine).sample(self, s, replace, rng)
+        Algorithm 3 of Imola et al.) or ``min(s, |K_i|)`` without replacement, with one random source for
+        all users. (The engines' keyed sampling, :meth:`userdp.engines.Engine.sample_keyed`, gives every
+        user its own stream instead, so that every engine draws the same rows.)"""
+        s = int(s)
+        if s < 1:
+            raise DataError(f"the per-user sample size must be at least 1, got {s}")
+        src = resolve_rng(rng)
+        counts = self.counts()
+        if replace:
+            self.require_items()
+            highs = np.repeat(counts, s)
+            pick = np.repeat(self.offsets[:-1], s) + src.integers(highs)
+            offsets = np.arange(self.n_users + 1, dtype=np.int64) * s
+            return UserDataset(offsets, self.items[pick], self.user_ids, self.domain)
+        # Without replacement: a uniform permutation of all items, then a stable sort by user, gives
+        # every user a uniformly random order of its own items; keep the first min(s, |K_i|).
+        perm = src.permutation(self.n_items)
+        uidx = self.user_index()[perm]
+        order = perm[np.argsort(uidx, kind="stable")]
+        rank = np.arange(self.n_items) - np.repeat(self.offsets[:-1], counts)
+        keep = order[rank < s]
+        new_counts = np.minimum(counts, s)
+        offsets = np.concatenate([[0], np.cumsum(new_counts)]).astype(np.int64)
+        return UserDataset(offsets, self.items[keep], self.user_ids, self.domain)
 
     def subset_users(self, idx: np.ndarray) -> UserDataset:
         """The dataset restricted to the users ``idx`` (in that order)."""

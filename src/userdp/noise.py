@@ -102,6 +102,8 @@ __all__ = [
     "bernoulli_exp",
     "sample_cumulative",
     "KeyedStreams",
+    "keyed_sample_indices",
+    "keyed_randomize",
     "KeyedSource",
     "encode_user_key",
 ]
@@ -1758,3 +1760,22 @@ class KeyedStreams:
 
     def __reduce__(self):
         return (_keyed_streams_from_state, (self._master, self._seeded))
+
+
+# Purposes of the keyed per-user streams (one stream per user and purpose; see KeyedStreams.source).
+SAMPLE_PURPOSE = "BoundedEMDReduction: sampling with replacement"
+RANDOMIZE_PURPOSE = "local-model item randomization"
+
+
+def keyed_sample_indices(streams: KeyedStreams, user_key: object, size: int, s: int) -> np.ndarray:
+    """``s`` indices drawn uniformly with replacement from ``range(size)`` with the user's keyed stream for
+    :data:`SAMPLE_PURPOSE`. Every engine calls this function for every user (in memory, per chunk, on the
+    Spark executors), so they draw the same rows, and a retried task draws them again."""
+    return streams.source(user_key, SAMPLE_PURPOSE).integers(int(size), size=int(s))
+
+
+def keyed_randomize(streams: KeyedStreams, user_key: object, codes: np.ndarray, randomizer) -> np.ndarray:
+    """One user's randomized item codes: ``randomizer`` applied to the user's sorted codes with the user's
+    keyed stream for :data:`RANDOMIZE_PURPOSE`, sorted. Every engine calls this function for every user."""
+    codes = np.sort(np.asarray(codes, dtype=np.int64))
+    return np.sort(randomizer.randomize(codes, streams.source(user_key, RANDOMIZE_PURPOSE)))

@@ -24,7 +24,7 @@ from userdp.dem.frequency import composition_epsilon0, demd_error, hadamard_resp
 from userdp.errors import DataError, ParameterError
 from userdp.metrics import ClusteredMetric
 from userdp.privacy import DiscreteEMDDP, EMDMetricDP, Model
-from userdp.release import Release
+from userdp.privacy.result import Release
 
 SPACE = ClusteredMetric(4, 3, 0.2)
 
@@ -378,7 +378,7 @@ def test_statistical_audit_central_laplace_frequency(rng):
 
     ok = sampler(lambda ds: freq_laplace_central(ds, eps, rng=rng).extras["noisy_sum"])
     assert audit_search(ok, pairs, lambda d: (eps, 0.0), n=8_000, n_pilot=800).passed
-    from userdp.histogram import user_histogram
+    from userdp.dem import user_histogram
     from userdp.privacy import Neighbours
 
     broken = sampler(lambda ds: user_histogram(ds, eps, Neighbours.ADD_REMOVE_USER, rng=rng).extras["noisy_sum"])

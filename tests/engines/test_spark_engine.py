@@ -1,5 +1,5 @@
-"""The Spark engine gives the local engine's results for the deterministic parts, and a retried task does
-not change what is released."""
+"""The Spark engine gives the in-memory engine's results bit for bit (aggregates and keyed per-user
+randomness), and a retried task does not change what is released."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ pyspark = pytest.importorskip("pyspark")
 from tests import cli_argv  # noqa: E402
 from userdp.data import BoxDomain, FiniteDomain, UserDataset  # noqa: E402
 from userdp.distinct import dc_matching, person_element_graph  # noqa: E402
-from userdp.engines import LocalEngine  # noqa: E402
+from userdp.engines import Columns, MemoryEngine  # noqa: E402
 from userdp.engines.spark import SparkEngine  # noqa: E402
 from userdp.errors import DataError  # noqa: E402
 from userdp.heatmaps import user_grid_sum  # noqa: E402
@@ -19,19 +19,8 @@ from userdp.noise import KeyedStreams  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def engine():
-    from pyspark.sql import SparkSession
-
-    spark = (
-        SparkSession.builder.master("local[2,4]")  # 2 threads, up to 4 attempts per task (retries)
-        .appName("userdp-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    yield SparkEngine(spark)
-    spark.stop()
+def engine(spark_engine):
+    return spark_engine
 
 
 @pytest.fixture(scope="module")
@@ -53,67 +42,83 @@ def _df(engine, records):
     return engine.spark.createDataFrame(pd.DataFrame({"user": users, "item": items, "lat": lat, "lon": lon}))
 
 
-def test_histogram_sum_equals_local(engine, records):
+ITEMS = Columns("user", "item")
+POINTS = Columns("user", points=("lat", "lon"))
+
+
+def test_histogram_sum_equals_memory(engine, records):
     users, items, _, _, words = records
     ds = UserDataset.from_arrays(users, items, domain=FiniteDomain(words))
-    local = LocalEngine().histogram_sum(ds)
-    spark = engine.histogram_sum(_df(engine, records), "user", "item", words)
-    assert np.allclose(local, spark)
+    mem = MemoryEngine()
+    for normalize in (True, False):
+        spark = engine.histogram_sum(engine.load(_df(engine, records), ITEMS, FiniteDomain(words)), normalize)
+        assert np.array_equal(mem.histogram_sum(ds, normalize), spark)
     with pytest.raises(DataError, match="not in the declared domain"):
-        engine.histogram_sum(_df(engine, records), "user", "item", words[:5])
+        engine.histogram_sum(engine.load(_df(engine, records), ITEMS, FiniteDomain(words[:5])))
 
 
-def test_grid_sum_equals_local(engine, records):
+def test_grid_sum_equals_memory(engine, records):
     users, _, lat, lon, _ = records
     box = BoxDomain.latlon(40.69, 40.76, -74.01, -73.94)
     ds = UserDataset.from_arrays(users, np.column_stack([lat, lon]), domain=box)
-    assert np.allclose(user_grid_sum(ds, 64, box), engine.grid_sum(_df(engine, records), "user", "lat", "lon", box, 64))
+    data = engine.load(_df(engine, records), POINTS)
+    assert np.array_equal(user_grid_sum(ds, 64, box), engine.grid_sum(data, box, 64))
     small = BoxDomain.latlon(40.72, 40.76, -74.01, -73.94)
     with pytest.raises(DataError, match="outside"):
-        engine.grid_sum(_df(engine, records), "user", "lat", "lon", small, 64)
-    kept = engine.grid_sum(_df(engine, records), "user", "lat", "lon", small, 64, drop_outside=True)
-    assert np.allclose(kept, user_grid_sum(ds, 64, small, drop_outside=True))
+        engine.grid_sum(data, small, 64)
+    kept = engine.grid_sum(data, small, 64, drop_outside=True)
+    assert np.array_equal(kept, user_grid_sum(ds, 64, small, drop_outside=True))
 
 
-def test_per_user_mean_equals_local(engine, records):
+def test_per_user_mean_equals_memory(engine, records):
     users, _, lat, lon, _ = records
     ds = UserDataset.from_arrays(users, np.column_stack([lat, lon]))
-    local = LocalEngine().per_user_mean(ds, ds.items)
-    assert np.allclose(engine.per_user_mean(_df(engine, records), "user", ["lat", "lon"]), local)
-    total, n = engine.per_user_mean(_df(engine, records), "user", ["lat", "lon"], collect=False)
-    assert n == ds.n_users and np.allclose(total, local.sum(axis=0))
+    mem = MemoryEngine().per_user_mean(ds, np.sin)
+    assert np.array_equal(engine.per_user_mean(engine.load(_df(engine, records), POINTS), np.sin), mem)
 
 
-def test_edges_equal_local(engine, records):
+def test_edges_equal_memory(engine, records):
     users, items, _, _, _ = records
-    g_local = person_element_graph(UserDataset.from_arrays(users, items))
-    g_spark = engine.edges(_df(engine, records), "user", "item")
-    assert g_spark.n_edges == g_local.n_edges and np.array_equal(g_spark.degrees(), g_local.degrees())
-    assert np.array_equal(dc_matching(g_spark, 12), dc_matching(g_local, 12))
-    with pytest.raises(DataError, match="exceed the driver limit"):
-        SparkEngine(engine.spark, max_edges=10).edges(_df(engine, records), "user", "item")
+    g_mem = person_element_graph(MemoryEngine().edges(UserDataset.from_arrays(users, items)))
+    g_spark = person_element_graph(engine.edges(engine.load(_df(engine, records), ITEMS)))
+    assert np.array_equal(g_spark.offsets, g_mem.offsets) and np.array_equal(g_spark.adj, g_mem.adj)
+    assert np.array_equal(dc_matching(g_spark, 12), dc_matching(g_mem, 12))
+    with pytest.raises(DataError, match="exceed the driver limit") as err:
+        SparkEngine(engine.spark, max_edges=10).edges(engine.load(_df(engine, records), ITEMS))
+    assert str(len(users)) not in str(err.value)  # the message names no count read off the data
 
 
-def test_sampling_equals_local_keyed(engine, records):
-    """The same master gives the same per-user samples with replacement on Spark and locally; an unseeded
+def _rows(data) -> list:
+    """Sorted (user, item...) rows of a Spark table or a dataset."""
+    if isinstance(data, UserDataset):
+        users = np.repeat(data.user_ids, data.counts()).tolist()
+        items = data.items.tolist() if data.is_points else data.domain.labels[data.items].tolist()
+        return sorted(zip(users, map(repr, items), strict=True))
+    pdf = data.df.toPandas()
+    cols = data.columns
+    items = pdf[list(cols.points)].to_numpy().tolist() if cols.points else pdf[cols.item].tolist()
+    return sorted(zip(pdf[cols.user].tolist(), map(repr, items), strict=True))
+
+
+def test_sampling_equals_memory_keyed(engine, records):
+    """The same master gives the same per-user samples with replacement on Spark and in memory; an unseeded
     (os.urandom) master is used, so this also holds for real releases, not only for seeded demos."""
     users, _, lat, lon, _ = records
     ds = UserDataset.from_arrays(users, np.column_stack([lat, lon]))
     streams = KeyedStreams()
     assert not streams.seeded
-    local = LocalEngine().sample_keyed(ds, 7, rng=streams)
-    sdf = engine.sample_with_replacement(_df(engine, records), "user", ["lat", "lon"], 7, rng=streams).toPandas()
-    sdf = sdf.sort_values(["user", "lat", "lon"], kind="stable")
-    loc = np.column_stack([np.repeat(local.user_ids, 7), local.items])
-    loc = loc[np.lexsort((loc[:, 2], loc[:, 1], loc[:, 0]))]
-    assert np.allclose(sdf[["user", "lat", "lon"]].to_numpy(dtype=float), loc)
-    other = LocalEngine().sample_keyed(ds, 7, rng=KeyedStreams())  # another master: other samples
-    assert not np.array_equal(other.items, local.items)
+    mem = MemoryEngine().sample_keyed(ds, 7, streams)
+    spark = engine.sample_keyed(engine.load(_df(engine, records), POINTS), 7, streams)
+    assert _rows(spark) == _rows(mem)
+    other = MemoryEngine().sample_keyed(ds, 7, KeyedStreams())  # another master: other samples
+    assert not np.array_equal(other.items, mem.items)
 
 
-def test_item_randomization_equals_local_keyed(engine, records):
-    """The same master gives the same GKRR-randomized items per user on Spark and in
-    LocalEngine.randomize_keyed (string user keys here; the sampling test above uses integer keys)."""
+def test_item_randomization_equals_memory_keyed(engine, records):
+    """The same master gives the same GKRR-randomized items per user on Spark and in memory (string user keys
+    here; the sampling test above uses integer keys)."""
+    import pandas as pd
+
     from userdp.dem import GKRR
     from userdp.metrics import ClusteredMetric
 
@@ -121,18 +126,16 @@ def test_item_randomization_equals_local_keyed(engine, records):
     users = np.array([f"u{u}" for u in users])
     gk = GKRR(ClusteredMetric(8, 5, 0.2), 1.0)
     streams = KeyedStreams()
-    ds = UserDataset.from_arrays(users, items, domain=FiniteDomain(words))
-    local = LocalEngine().randomize_keyed(ds, gk, rng=streams)
-    assert np.array_equal(local.counts(), ds.counts())
-    import pandas as pd
-
+    dom = FiniteDomain(words)
+    ds = UserDataset.from_arrays(users, items, domain=dom)
+    mem = MemoryEngine().randomize_keyed(ds, gk, streams)
+    assert np.array_equal(mem.counts(), ds.counts())
     df = engine.spark.createDataFrame(pd.DataFrame({"user": users, "item": items}))
-    spark = engine.randomize_items(df, "user", "item", gk, words, rng=streams).toPandas()
-    loc = sorted(zip(np.repeat(local.user_ids, local.counts()).tolist(), words[local.items].tolist(), strict=True))
-    assert sorted(zip(spark["user"].tolist(), spark["item"].tolist(), strict=True)) == loc
-    assert not np.array_equal(local.items, ds.items)  # GKRR at alpha0 = 1 changes many items
-    again = LocalEngine().randomize_keyed(ds, gk, rng=KeyedStreams())
-    assert not np.array_equal(again.items, local.items)
+    spark = engine.randomize_keyed(engine.load(df, ITEMS, dom), gk, streams)
+    assert _rows(spark) == _rows(mem)
+    assert not np.array_equal(mem.items, ds.items)  # GKRR at alpha0 = 1 changes many items
+    again = MemoryEngine().randomize_keyed(ds, gk, KeyedStreams())
+    assert not np.array_equal(again.items, mem.items)
 
 
 def test_keyed_operations_refuse_user_keys_without_an_encoding(engine):
@@ -141,48 +144,47 @@ def test_keyed_operations_refuse_user_keys_without_an_encoding(engine):
     import pandas as pd
 
     df = engine.spark.createDataFrame(pd.DataFrame({"user": [datetime.date(2024, 1, 1)] * 2, "item": ["a", "b"]}))
+    data = engine.load(df, ITEMS, FiniteDomain(["a", "b"]))
     with pytest.raises(DataError, match="user column"):
-        engine.sample_with_replacement(df, "user", ["item"], 2)
+        engine.sample_keyed(data, 2, KeyedStreams())
     with pytest.raises(DataError, match="user column"):
-        engine.randomize_items(df, "user", "item", None, np.array(["a", "b"]))
+        engine.randomize_keyed(data, None, KeyedStreams())
 
 
-def test_retried_task_does_not_change_the_release(engine, records):
-    """A task that fails on its first attempt is retried by Spark; the per-user samples and randomized items
-    are the same as in a run without failures (they depend only on the master secret and the user key)."""
+def _flaky(df):
+    """``df`` behind a task that fails on its first attempt (Spark retries it: the fixture allows 4)."""
     from pyspark import TaskContext
-
-    df = _df(engine, records)
 
     def flaky(batches):
         if TaskContext.get().attemptNumber() == 0:
             raise RuntimeError("injected failure on the first attempt")
         yield from batches
 
-    failing = df.mapInPandas(flaky, df.schema)
-    streams = KeyedStreams()
-    a = engine.sample_with_replacement(df, "user", ["lat", "lon"], 5, rng=streams).toPandas()
-    b = engine.sample_with_replacement(failing, "user", ["lat", "lon"], 5, rng=streams).toPandas()
-    key = ["user", "lat", "lon"]
-    assert a.sort_values(key).reset_index(drop=True).equals(b.sort_values(key).reset_index(drop=True))
+    return df.mapInPandas(flaky, df.schema)
 
+
+def test_retried_task_does_not_change_the_release(engine, records):
+    """A task that fails on its first attempt is retried by Spark; the per-user samples and randomized items
+    are the same as in a run without failures (they depend only on the master secret and the user key)."""
     from userdp.dem import GKRR
     from userdp.metrics import ClusteredMetric
 
-    words = records[4]
+    df, failing = _df(engine, records), _flaky(_df(engine, records))
+    streams = KeyedStreams()
+    a = engine.sample_keyed(engine.load(df, POINTS), 5, streams)
+    b = engine.sample_keyed(engine.load(failing, POINTS), 5, streams)
+    assert _rows(a) == _rows(b)
+    dom = FiniteDomain(records[4])
     gk = GKRR(ClusteredMetric(8, 5, 0.2), 1.0)
-    rows = ["user", "item"]
-    r1 = engine.randomize_items(df, "user", "item", gk, words, rng=streams).toPandas().sort_values(rows)
-    r2 = engine.randomize_items(failing, "user", "item", gk, words, rng=streams).toPandas().sort_values(rows)
-    assert r1.reset_index(drop=True).equals(r2.reset_index(drop=True))
-    r3 = engine.randomize_items(df, "user", "item", gk, words).toPandas().sort_values(rows)
-    assert not r1.reset_index(drop=True).equals(r3.reset_index(drop=True))
-    assert len(r1) == len(records[0])
+    r1 = _rows(engine.randomize_keyed(engine.load(df, ITEMS, dom), gk, streams))
+    r2 = _rows(engine.randomize_keyed(engine.load(failing, ITEMS, dom), gk, streams))
+    assert r1 == r2 and len(r1) == len(records[0])
+    assert r1 != _rows(engine.randomize_keyed(engine.load(df, ITEMS, dom), gk, KeyedStreams()))
 
 
 def test_missing_columns(engine, records):
     with pytest.raises(DataError, match="not found"):
-        engine.histogram_sum(_df(engine, records), "person", "item", records[4])
+        engine.load(_df(engine, records), Columns("person", "item"))
 
 
 def test_releases_api_and_cli_on_spark(engine, records, tmp_path, capsys):
@@ -199,7 +201,7 @@ def test_releases_api_and_cli_on_spark(engine, records, tmp_path, capsys):
     local = releases.heatmap(
         UserDataset.from_arrays(users, np.column_stack([lat, lon]), domain=box), box, 32, 1.0, rng=1
     )
-    assert np.allclose(rel.value, local.value)  # same aggregate, same seeded noise
+    assert np.array_equal(rel.value, local.value)  # same aggregate, same seeded noise
     d1 = releases.distinct(df, 1.0, engine=engine, rng=2)
     d2 = releases.distinct(UserDataset.from_arrays(users, items), 1.0, rng=2)
     assert d1.value == d2.value and d1.extras["bound"] == d2.extras["bound"]
@@ -282,12 +284,11 @@ def test_cli_spark_master_comes_from_urandom_and_is_never_shown(engine, tmp_path
 
 def test_equal_sizes_on_spark(engine, records):
     """The bounded releases' size check on executors: the same answer as UserDataset.require_equal_sizes."""
-    df = _df(engine, records)
-    lo, hi, n = engine.user_sizes(df, "user")
+    data = engine.load(_df(engine, records), ITEMS, FiniteDomain(records[4]))
+    sizes = engine.user_sizes(data)
     local = UserDataset.from_arrays(np.asarray(records[0]), np.asarray(records[1]))
-    assert (lo, hi, n) == (local.counts().min(), local.counts().max(), local.n_users)
-    if lo != hi:
+    assert (sizes.smallest, sizes.largest, sizes.users) == (local.counts().min(), local.counts().max(), local.n_users)
+    if sizes.smallest != sizes.largest:
         with pytest.raises(DataError, match="BoundedEMDReduction"):
-            engine.require_equal_sizes(df, "user")
-    sampled = engine.sample_with_replacement(df, "user", ["item"], 3)
-    assert engine.require_equal_sizes(sampled, "user") == 3
+            sizes.equal()
+    assert engine.user_sizes(engine.sample_keyed(data, 3, KeyedStreams())).equal() == 3

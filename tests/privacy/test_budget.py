@@ -10,7 +10,7 @@ import pytest
 
 from userdp.errors import BudgetExceededError, ParameterError
 from userdp.privacy import ApproxDP, DiscreteEMDDP, EMDMetricDP, Model, Neighbours, PureDP, Session
-from userdp.release import Release
+from userdp.privacy.result import Release
 
 AR, REPLACE, LOCAL = Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER, Neighbours.ANY_TWO_INPUTS
 

@@ -1,6 +1,6 @@
 """A ledger file shared by concurrent runs is never overspent (issue 13, finding 4).
 
-Each process runs the library's own charge path, ``userdp.cli_ledger.charge`` (what every ``--ledger``
+Each process runs the library's own charge path, ``userdp.cli.ledger.charge`` (what every ``--ledger``
 subcommand calls), against one ledger file. The processes are forked so that they start at a barrier
 with the test's imports (and any monkeypatching of the library) in place.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from userdp import cli_ledger
+from userdp.cli import ledger as cli_ledger
 from userdp.errors import BudgetExceededError
 from userdp.privacy import Neighbours, PureDP, Session
 

@@ -21,14 +21,13 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
-import re
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from ..data import BoxDomain, FiniteDomain, UserDataset, read_table
+from ..data import BoxDomain, FiniteDomain, UserDataset, read_table, tokenize
 from ..errors import DataError
 
 __all__ = [
@@ -58,16 +57,9 @@ ATTRIBUTION = {
 #: latitude 40.5 to 41.0, longitude -74.3 to -73.65.
 NYC_BOX = BoxDomain.latlon(40.5, 41.0, -74.3, -73.65)
 
-_TOKEN = re.compile(r"\w+")
-
 
 def _data_path(name: str) -> Path:
     return Path(str(resources.files(__package__).joinpath("data", name)))
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased alphanumeric tokens (``\\w+``), as in Knop & Steinke's experiments."""
-    return _TOKEN.findall(text.lower())
 
 
 def foursquare_nyc_table() -> pa.Table:

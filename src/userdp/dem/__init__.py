@@ -3,12 +3,19 @@
 * :mod:`.randomizers` -- item-level metric-DP randomizers (GKRR, exponential, planar Laplace, K-norm);
 * :mod:`.linear` -- PrivEMDLinear (Algorithm 1) and user-level baselines;
 * :mod:`.itemwise` -- PrivEMDItemWise (Algorithm 2) and BoundedEMDReduction (Algorithm 3);
-* :mod:`.frequency` -- frequency estimation (Algorithm 4) and its baselines.
+* :mod:`.frequency` -- frequency estimation (Algorithm 4), its baselines and the user-level DP histogram.
 """
 
-from .frequency import freq_est_gkrr, freq_est_hadamard, freq_laplace_central, project_simplex
+from .frequency import (
+    freq_est_gkrr,
+    freq_est_hadamard,
+    freq_laplace_central,
+    laplace_histogram,
+    project_simplex,
+    user_histogram,
+)
 from .itemwise import BoundedEMDReduction, itemwise_guarantee, priv_emd_itemwise
-from .linear import embedding_lipschitz, linear_baseline, lipschitz_constant, priv_emd_linear
+from .linear import embedding_lipschitz, linear_baseline, linear_release, lipschitz_constant, priv_emd_linear
 from .randomizers import GKRR, ExponentialRandomizer, ItemRandomizer, KNormRandomizer, PlanarLaplace
 
 __all__ = [
@@ -23,9 +30,12 @@ __all__ = [
     "freq_est_hadamard",
     "freq_laplace_central",
     "itemwise_guarantee",
+    "laplace_histogram",
     "linear_baseline",
+    "linear_release",
     "lipschitz_constant",
     "priv_emd_itemwise",
     "priv_emd_linear",
     "project_simplex",
+    "user_histogram",
 ]

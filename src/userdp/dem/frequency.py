@@ -14,13 +14,12 @@ from scipy.stats import binom
 
 from ..data import FiniteDomain, UserDataset
 from ..errors import DataError, ParameterError
-from ..histogram import user_histogram
 from ..metrics.emd import emd, emd_norm
 from ..metrics.spaces import ClusteredMetric
-from ..noise import RngLike, resolve_rng
+from ..noise import RngLike, add_laplace, calibrate_laplace, resolve_rng
 from ..privacy.accounting import REQUEST_RTOL, calibrate
 from ..privacy.guarantees import ApproxDP, Model, Neighbours, PureDP
-from ..release import ErrorStatement, Release
+from ..privacy.result import ErrorStatement, Release
 from .itemwise import priv_emd_itemwise
 from .randomizers import GKRR
 
@@ -32,6 +31,8 @@ __all__ = [
     "hadamard_response",
     "freq_est_hadamard",
     "freq_laplace_central",
+    "user_histogram",
+    "laplace_histogram",
     "composition_epsilon0",
     "rr_composition_delta",
     "demd_error",
@@ -285,3 +286,68 @@ def freq_laplace_central(ds: UserDataset, epsilon: float, rng: RngLike = None) -
 def clustered_domain(space: ClusteredMetric) -> FiniteDomain:
     """The public domain ``0..k-1`` of a clustered metric."""
     return FiniteDomain(np.arange(space.size))
+
+
+# --------------------------------------------------------------------------------------------
+# The user-level DP histogram (the baseline of Lemma 6.7, and a release of its own)
+# --------------------------------------------------------------------------------------------
+#
+# Each user contributes their normalized histogram ``K~_i`` (mass 1). Under add/remove-one-user neighbours
+# the l1 sensitivity of ``sum_i K~_i`` is 1; under replace-one-user it is 2 (one histogram of mass 1 leaves,
+# another arrives). A user with no items contributes the zero vector, and a dataset with no users the zero
+# sum: adding or removing an empty user changes nothing, so the sensitivities are unchanged and such inputs
+# are released like any other (an error would itself reveal that a user, or the dataset, is empty).
+
+
+def laplace_histogram(
+    total: np.ndarray, epsilon: float, neighbours: Neighbours = Neighbours.ADD_REMOVE_USER, rng: RngLike = None
+) -> Release:
+    """Release ``sum_i K~_i`` (``total``, computed by an engine) with lattice Laplace noise; the value is the
+    estimated *average* distribution.
+
+    The noisy sum is post-processed: negatives are set to zero and the result is normalized to sum 1 (an
+    all-zero result becomes the uniform distribution). The domain (the length of ``total``) is public.
+
+    Returns
+    -------
+    Release
+        ``value``: the normalized estimate; ``extras["noisy_sum"]``: the raw noisy sum.
+    """
+    nb = Neighbours(neighbours)
+    if nb not in (Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER):
+        raise ParameterError("a central histogram protects add/remove or replace-one-user neighbours")
+    sens = 1.0 if nb is Neighbours.ADD_REMOVE_USER else 2.0
+    total = np.asarray(total, dtype=np.float64)
+    k = total.size
+    cal = calibrate_laplace(sens, epsilon, dim=k)
+    noisy = add_laplace(total, cal, rng)
+    est = np.maximum(noisy, 0.0)
+    s = est.sum()
+    est = est / s if s > 0 else np.full(k, 1.0 / k)
+    return Release(
+        value=est,
+        guarantee=PureDP(epsilon, neighbours=nb),
+        mechanism="user-level Laplace histogram",
+        params={"epsilon": float(epsilon), "l1_sensitivity": sens, "domain_size": k, "scale": cal.scale},
+        error=ErrorStatement(
+            f"each cell of the noisy sum has Laplace noise of scale {cal.scale:.4g} (expected l1 error of the sum "
+            f"{k * cal.scale:.4g})",
+            bound=k * cal.scale,
+        ),
+        extras={"noisy_sum": noisy},
+    )
+
+
+def user_histogram(
+    ds: UserDataset,
+    epsilon: float,
+    neighbours: Neighbours = Neighbours.ADD_REMOVE_USER,
+    rng: RngLike = None,
+) -> Release:
+    """:func:`laplace_histogram` of an in-memory dataset over its public domain (users with no items contribute
+    nothing; on a dataset with no users the release is the noise alone). For a table on any engine, use
+    :func:`userdp.releases.histogram`."""
+    from ..engines.memory import histogram_sum
+
+    ds.require_public_domain()
+    return laplace_histogram(histogram_sum(ds, normalize=True), epsilon, neighbours, rng)

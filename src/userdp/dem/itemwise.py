@@ -28,7 +28,7 @@ from ..privacy.accounting import (
     reduction_guarantee_of,
 )
 from ..privacy.guarantees import EMDMetricDP, Model
-from ..release import Release
+from ..privacy.result import Release
 from .randomizers import ItemRandomizer
 
 __all__ = ["priv_emd_itemwise", "itemwise_guarantee", "BoundedEMDReduction", "calibrated_alpha0"]

@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ..data import UserDataset
-from ..engines import Engine, get_engine
+from ..engines.base import user_means
 from ..errors import DataError, ParameterError
 from ..metrics.spaces import FiniteSpace
 from ..noise import (
@@ -36,7 +36,7 @@ from ..noise import (
     knorm_release,
 )
 from ..privacy.guarantees import EMDMetricDP, Model, Neighbours, PureDP
-from ..release import ErrorStatement, Release
+from ..privacy.result import ErrorStatement, Release
 
 __all__ = [
     "lipschitz_constant",
@@ -125,7 +125,6 @@ def priv_emd_linear(
     norm: str = "l2",
     delta: float | None = None,
     rng: RngLike = None,
-    engine: Engine | None = None,
 ) -> Release:
     """PrivEMDLinear (Algorithm 1): release ``q_f`` under d_EM-DP.
 
@@ -151,7 +150,14 @@ def priv_emd_linear(
         central) at ``d_EM = 1`` and checked at every smaller distance. Needs ``norm="l2"``.
     """
     ds.require_items()
-    mdl = Model(model)
+    if Model(model) is Model.CENTRAL:
+        ds.require_equal_sizes()
+    _check_linear(lipschitz, alpha, norm, delta)
+    per_user = user_means(ds.offsets, _query_values(ds, f_values, f_points))
+    return linear_release(per_user, lipschitz, alpha, model, norm, delta, rng)
+
+
+def _check_linear(lipschitz: float, alpha: float, norm: str, delta: float | None) -> None:
     a = float(alpha)
     if not (math.isfinite(a) and a > 0):
         raise ParameterError(f"alpha must be positive and finite, got {alpha!r}")
@@ -167,11 +173,28 @@ def priv_emd_linear(
         raise ParameterError(f"norm must be 'l1' or 'l2', got {norm!r}")
     if delta is not None and norm != "l2":
         raise ParameterError("the Gaussian variant uses the l2 norm")
-    vals = _query_values(ds, f_values, f_points)
-    per_user = get_engine(engine).per_user_mean(ds, vals)
+
+
+def linear_release(
+    per_user: np.ndarray,
+    lipschitz: float,
+    alpha: float,
+    model: Model | str = Model.LOCAL,
+    norm: str = "l2",
+    delta: float | None = None,
+    rng: RngLike = None,
+) -> Release:
+    """The noise step of PrivEMDLinear (Algorithm 1) on the users' query means ``q_f(K~_i)`` (one row per user,
+    computed by an engine); parameters as in :func:`priv_emd_linear`. Central: every user holds the same
+    public number of items (the caller checks it)."""
+    _check_linear(lipschitz, alpha, norm, delta)
+    mdl, a, ell = Model(model), float(alpha), float(lipschitz)
+    per_user = np.asarray(per_user, dtype=np.float64)
+    per_user = per_user[:, None] if per_user.ndim == 1 else per_user
     n, d = per_user.shape
+    if n == 0:
+        raise DataError("this release needs at least one user (the number of users is public for it)")
     if mdl is Model.CENTRAL:
-        ds.require_equal_sizes()
         sens = ell / n
         target = per_user.mean(axis=0)
     else:
@@ -221,7 +244,6 @@ def linear_baseline(
     f_bound: float | None = None,
     model: Model | str = Model.LOCAL,
     rng: RngLike = None,
-    engine: Engine | None = None,
 ) -> Release:
     """User-level ``(epsilon, 0)``-DP baselines for linear queries, l2 K-norm noise on the range of ``f``.
 
@@ -243,7 +265,7 @@ def linear_baseline(
         raise ParameterError("the baseline needs a public bound f_bound on ||f(x)||_2")
     if np.any(np.linalg.norm(vals, axis=1) > f_bound * (1 + 1e-12)):
         raise DataError("some ||f(x)||_2 exceed the declared public bound f_bound")
-    per_user = get_engine(engine).per_user_mean(ds, vals)
+    per_user = user_means(ds.offsets, vals)
     n, d = per_user.shape
     if mdl is Model.CENTRAL:
         ds.require_equal_sizes()

@@ -27,7 +27,6 @@ import numpy as np
 from numba import njit
 
 from ..data import FiniteDomain, UserDataset
-from ..engines import Engine, get_engine
 from ..errors import DataError, ParameterError
 from ..noise import RngLike, resolve_rng
 
@@ -62,7 +61,7 @@ class PersonElementGraph:
         return int(np.unique(self.adj).size) if self.adj.size else 0
 
 
-def person_element_graph(ds: UserDataset, engine: Engine | None = None) -> PersonElementGraph:
+def person_element_graph(ds: UserDataset) -> PersonElementGraph:
     """Deduplicate (person, element) records into the bipartite graph, with elements ranked by label.
 
     No persons, or persons with no elements, are a graph like any other (``DC = 0`` for it): under
@@ -78,7 +77,7 @@ def person_element_graph(ds: UserDataset, engine: Engine | None = None) -> Perso
     except TypeError as exc:  # mixed label types
         raise DataError(f"element labels cannot be ordered: {exc}") from exc
     ranked = ds.with_items(rank[ds.items], FiniteDomain(np.arange(labels.size), public=ds.domain.public))
-    d = get_engine(engine).dedupe(ranked)  # sorted by (person, element rank)
+    d = ranked.dedupe()  # sorted by (person, element rank)
     return PersonElementGraph(d.offsets, np.ascontiguousarray(d.items), labels.size)
 
 

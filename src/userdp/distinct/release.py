@@ -28,11 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data import UserDataset
-from ..engines import Engine
 from ..errors import ParameterError
 from ..noise import LaplaceCalibration, RngLike, calibrate_laplace, discrete_laplace, exponential_mechanism, resolve_rng
 from ..privacy.guarantees import Neighbours, PureDP
-from ..release import ErrorStatement, Release
+from ..privacy.result import ErrorStatement, Release
 from .counting import PersonElementGraph, dc_greedy, dc_matching, dc_sampling, person_element_graph
 
 __all__ = [
@@ -204,6 +203,23 @@ def release_plan(
     )
 
 
+def check_parameters(
+    epsilon: float, beta: float = 0.05, l_max: int = 100, method: str = "matching", select_fraction: float = 0.5
+) -> None:
+    """Refuse bad public parameters of :func:`distinct_count` (before any data is read)."""
+    eps = float(epsilon)
+    if not (math.isfinite(eps) and eps > 0):
+        raise ParameterError(f"epsilon must be positive and finite, got {epsilon!r}")
+    if not 0 < beta < 0.5:
+        raise ParameterError(f"beta must lie in (0, 1/2), got {beta!r}")
+    if isinstance(l_max, bool) or int(l_max) != l_max or l_max < 1:
+        raise ParameterError(f"the maximum bound l_max must be a positive integer, got {l_max!r}")
+    if not 0 < select_fraction < 1:
+        raise ParameterError("select_fraction must lie in (0, 1)")
+    if method not in ("matching", "greedy", "sampling"):
+        raise ParameterError(f"method must be 'matching', 'greedy' or 'sampling', got {method!r}")
+
+
 def distinct_count(
     ds: UserDataset | PersonElementGraph,
     epsilon: float,
@@ -212,7 +228,6 @@ def distinct_count(
     method: str = "matching",
     select_fraction: float = 0.5,
     rng: RngLike = None,
-    engine: Engine | None = None,
 ) -> Release:
     """Person-level ``epsilon``-DP lower bound on the number of distinct elements (Algorithm 1).
 
@@ -230,19 +245,10 @@ def distinct_count(
         ``value``: the released lower bound (holds with probability at least ``1 - beta``);
         ``extras["bound"]``: the chosen ``l_hat``.
     """
+    check_parameters(epsilon, beta, l_max, method, select_fraction)
     eps = float(epsilon)
-    if not (math.isfinite(eps) and eps > 0):
-        raise ParameterError(f"epsilon must be positive and finite, got {epsilon!r}")
-    if not 0 < beta < 0.5:
-        raise ParameterError(f"beta must lie in (0, 1/2), got {beta!r}")
-    if isinstance(l_max, bool) or int(l_max) != l_max or l_max < 1:
-        raise ParameterError(f"the maximum bound l_max must be a positive integer, got {l_max!r}")
-    if not 0 < select_fraction < 1:
-        raise ParameterError("select_fraction must lie in (0, 1)")
-    if method not in ("matching", "greedy", "sampling"):
-        raise ParameterError(f"method must be 'matching', 'greedy' or 'sampling', got {method!r}")
     src = resolve_rng(rng)
-    graph = ds if isinstance(ds, PersonElementGraph) else person_element_graph(ds, engine)
+    graph = ds if isinstance(ds, PersonElementGraph) else person_element_graph(ds)
     plan = release_plan(graph, eps, beta, int(l_max), method, select_fraction, src)
     idx = exponential_mechanism(plan.scores, 1.0, plan.epsilon_select, src)
     l_hat = idx + 1

@@ -1,28 +1,37 @@
-"""Engines run userdp's data plane: grouping records by user, deduplication, per-user sampling and
-aggregation. Mechanisms ask an engine for these and do all noise, selection and reconstruction
-themselves, exactly once, on the driver. :class:`LocalEngine` (NumPy) is the default; a Spark
-engine plugs in behind the same :class:`Engine` interface.
+"""Engines run userdp's data plane: the exact aggregates a mechanism needs (grid sums, histogram sums,
+per-user means, user sizes, person-element edges) and the per-user keyed transformations (sampling,
+randomization). The releases ask an engine for these and do all noise, selection and reconstruction
+themselves, exactly once, on the driver.
+
+Three engines share one interface (:class:`Engine`) and give identical results: ``"memory"``
+(:class:`MemoryEngine`, the default), ``"chunked"`` (:class:`ChunkedEngine`, bounded memory over files of
+whole users) and ``"spark"`` (:class:`~userdp.engines.spark.SparkEngine`, imported only when asked for).
 """
 
 from __future__ import annotations
 
-from .base import Engine
-from .local import LocalEngine
+from .base import Columns, Engine, UserSizes
+from .chunked import ChunkedEngine, iter_user_chunks
+from .memory import MemoryEngine
 
-__all__ = ["Engine", "LocalEngine", "get_engine"]
+__all__ = ["ChunkedEngine", "Columns", "Engine", "MemoryEngine", "UserSizes", "get_engine", "iter_user_chunks"]
 
-_DEFAULT = LocalEngine()
+ENGINES = ("memory", "chunked", "spark")
 
 
 def get_engine(engine: Engine | str | None = None) -> Engine:
-    """Resolve an ``engine=`` argument: ``None`` or ``"local"`` gives the NumPy engine, ``"spark"`` a
-    :class:`~userdp.engines.spark.SparkEngine` on the active (or a new ``local[2]``) Spark session."""
-    if engine is None or engine == "local":
-        return _DEFAULT
-    if isinstance(engine, Engine) or getattr(engine, "name", None) == "spark":
+    """The engine for an ``engine=`` argument: ``None`` or ``"memory"``, ``"chunked"``, ``"spark"`` (on the active
+    Spark session, or a new ``local[2]`` one), or an :class:`Engine` instance (returned as it is)."""
+    from ..errors import ParameterError
+
+    if engine is None or engine == "memory":
+        return MemoryEngine()
+    if isinstance(engine, Engine):
         return engine
+    if engine == "chunked":
+        return ChunkedEngine()
     if engine == "spark":
         from .spark import SparkEngine
 
         return SparkEngine()
-    raise ValueError(f"unknown engine {engine!r}; use 'local' or an Engine instance")
+    raise ParameterError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)} or an Engine instance")

@@ -1,47 +1,235 @@
-"""The engine interface: the seam between mechanisms and where the data lives."""
+"""The engine interface: the one seam between the releases and where the data lives.
+
+An engine turns a table source (a path, an Arrow table, a pandas or polars frame, a Spark DataFrame) and
+the names of its columns into the aggregates a mechanism needs -- the grid sum of per-user distributions,
+the histogram sum, per-user query means, user sizes, the deduplicated person-element edges -- and
+applies the per-user keyed transformations (sampling with replacement, item randomization). It never
+adds privacy noise: the releases draw noise once, on the driver, from these aggregates.
+
+**Identical results on every engine.** Engines compute only *exact* aggregates (integer counts, or one
+user's values at a time), and every floating-point step runs in the shared functions below, in a
+canonical order that does not depend on how the users were split into chunks or partitions:
+
+* sums of per-user distributions (``sum_i K~_i``, the heatmap grid sum) are built from the exact integer
+  table ``T[bin, size] = #{items in bin held by users of that size}``, then ``sum_size T / size`` in order
+  of increasing size (:func:`sum_by_size`);
+* a user's mean sorts that user's values before summing (:func:`user_means`), and users are ordered by key;
+* per-user randomness reads the user's keyed stream (:func:`userdp.noise.keyed_sample_indices`,
+  :func:`userdp.noise.keyed_randomize`) over the user's items in a canonical order.
+
+So the same public parameters and the same seed give the same release in memory, in chunks and on Spark,
+and a retried Spark task recomputes the same rows.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ..data import UserDataset
-    from ..noise import RngLike
+from ..data import BoxDomain, FiniteDomain, UserDataset, group_by_user
+from ..errors import DataError, ParameterError
+from ..noise import KeyedStreams
+
+__all__ = [
+    "Columns",
+    "Engine",
+    "UserSizes",
+    "check_grid",
+    "count_table",
+    "decode_keys",
+    "edges_from_pairs",
+    "sum_by_size",
+    "user_means",
+]
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which columns of a table hold what: the ``user`` column and either one ``item`` column (ids in a finite
+    domain, or text split into words with ``tokenize``) or the coordinate columns ``points``. (A
+    :class:`~userdp.data.UserDataset` source already knows its items: then only ``user`` matters.)"""
+
+    user: str = "user"
+    item: str | None = None
+    points: tuple[str, ...] = ()
+    tokenize: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "points", tuple(self.points))
+        if self.item is not None and self.points:
+            raise ParameterError("name one of item= (ids) or points= (coordinate columns), not both")
+        if self.tokenize and self.item is None:
+            raise ParameterError("tokenize splits an item column into words; name the item column")
+
+    @property
+    def names(self) -> list[str]:
+        """The columns read, user first; a :class:`ParameterError` if neither items nor points are named (only a
+        :class:`~userdp.data.UserDataset` source needs no column names)."""
+        if self.item is None and not self.points:
+            raise ParameterError("name the item column (item=, --item) or the point columns (points=, --items)")
+        return [self.user, *([self.item] if self.item is not None else self.points)]
+
+
+@dataclass(frozen=True)
+class UserSizes:
+    """The smallest and largest number of records per user, and the number of users. These are private:
+    a release uses them only where the neighbour relation makes them public (the bounded releases keep ``n``
+    and ``m`` public) or to refuse, and never puts them in a message."""
+
+    smallest: int
+    largest: int
+    users: int
+
+    def equal(self) -> int:
+        """The common number of items ``m`` of every user (bounded releases); a :class:`DataError` if there is
+        no user or users differ. The message names no count read off the data."""
+        if self.users == 0:
+            raise DataError("this bounded release needs at least one user (the number of users is public for it)")
+        if self.smallest < 1 or self.smallest != self.largest:
+            raise DataError(
+                "this bounded release needs every user to hold the same public number of items m; "
+                "apply BoundedEMDReduction first (sampling with replacement: samples=S, or --samples S)"
+            )
+        return self.smallest
 
 
 class Engine(ABC):
-    """Data-plane operations every engine provides.
+    """The data plane. Three implementations with the same signatures: :class:`~userdp.engines.MemoryEngine`
+    (NumPy/Arrow), :class:`~userdp.engines.ChunkedEngine` (bounded memory over streams of whole users) and
+    :class:`~userdp.engines.SparkEngine`.
 
-    Every method is deterministic given its inputs (and, for sampling, the random source), so that
-    a distributed engine can recompute a lost partition without changing a release. No method adds
-    privacy noise: noise is drawn by the mechanisms, once, on the driver.
+    :meth:`load` returns the engine's handle on a table; every other method takes such a handle. Every
+    method is deterministic given its inputs (and, for the keyed transformations, the
+    :class:`~userdp.noise.KeyedStreams`), and none adds privacy noise.
     """
 
     name: str = "abstract"
 
     @abstractmethod
-    def group_by_user(self, users: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Group records by user key.
-
-        Returns ``(offsets, order, user_keys)``: records ``order[offsets[i]:offsets[i+1]]`` belong to
-        user ``user_keys[i]``; users are sorted by key and records keep their input order within a user.
-        """
+    def load(self, source: Any, columns: Columns, domain: FiniteDomain | BoxDomain | None = None) -> Any:
+        """The engine's handle on ``source`` (validated: the columns exist, have the right types and no missing
+        values). ``domain`` is the public item domain (a :class:`FiniteDomain` or a :class:`BoxDomain`);
+        without one, finite-domain labels are read off the data and only :meth:`edges` may use them."""
 
     @abstractmethod
-    def dedupe(self, ds: UserDataset) -> UserDataset:
-        """Each distinct item once per user."""
+    def user_sizes(self, data: Any) -> UserSizes:
+        """Records per user (smallest, largest) and the number of users."""
 
     @abstractmethod
-    def sample(self, ds: UserDataset, s: int, replace: bool, rng: RngLike) -> UserDataset:
-        """Per-user sample: ``s`` items with replacement, or ``min(s, |K_i|)`` without."""
+    def grid_sum(self, data: Any, box: BoxDomain, side: int, drop_outside: bool = False) -> np.ndarray:
+        """``s = sum_i p_i`` on the ``side x side`` grid of the public ``box``: each user's points as a
+        distribution (mass 1). Points outside the box are an error unless ``drop_outside``; a user left with no
+        point, and no users at all, contribute nothing."""
 
     @abstractmethod
-    def histogram_sum(self, ds: UserDataset, normalize: bool = True) -> np.ndarray:
-        """``sum_i K~_i`` (``normalize``) or the count histogram of ``K_G`` over the finite domain."""
+    def histogram_sum(self, data: Any, normalize: bool = True) -> np.ndarray:
+        """``sum_i K~_i`` (``normalize``) or the count histogram of ``K_G`` over the public finite domain."""
 
     @abstractmethod
-    def per_user_mean(self, ds: UserDataset, item_values: np.ndarray) -> np.ndarray:
-        """``(1/|K_i|) sum_{x in K_i} v(x)`` for every user, given one value row per item."""
+    def per_user_mean(self, data: Any, query: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """``(1/|K_i|) sum_{x in K_i} query(x)`` for every user, one row per user in the order of the user keys.
+        ``query`` maps an ``(N, dim)`` point array (or ``N`` item codes) to ``N`` values or an ``(N, q)`` array;
+        it runs where the data are (on the Spark executors too), so it must be a picklable function."""
+
+    @abstractmethod
+    def edges(self, data: Any) -> UserDataset:
+        """The deduplicated person-element edges as a dataset of sets (:func:`edges_from_pairs`)."""
+
+    @abstractmethod
+    def sample_keyed(self, data: Any, s: int, streams: KeyedStreams) -> Any:
+        """BoundedEMDReduction's projection: ``s`` items per user, drawn with replacement with the user's keyed
+        stream (:func:`userdp.noise.keyed_sample_indices`) from the user's items in sorted order."""
+
+    @abstractmethod
+    def randomize_keyed(self, data: Any, randomizer: Any, streams: KeyedStreams) -> Any:
+        """Local-model item randomization: each user's item codes through ``randomizer`` with the user's keyed
+        stream (:func:`userdp.noise.keyed_randomize`); the same users, each holding its randomized multiset."""
+
+
+# --------------------------------------------------------------------------------------------
+# The shared exact steps: every engine ends in these functions
+# --------------------------------------------------------------------------------------------
+
+
+def check_grid(box: BoxDomain, side: int) -> None:
+    """Refuse a box that is not 2-D and a side that is not a power of two (public parameters)."""
+    if not isinstance(box, BoxDomain) or box.dim != 2:
+        raise DataError("heatmaps need a 2-D public box (a BoxDomain of lat, lon)")
+    if isinstance(side, bool) or int(side) != side or side < 1 or (int(side) & (int(side) - 1)):
+        raise ParameterError(f"the resolution must be a power of two, got {side}")
+
+
+_SIZE_BITS = 31  # a (bin, size) row is the key bin * 2^31 + size: sizes below 2^31, bins below 2^32
+
+
+def count_table(bins: np.ndarray, sizes: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The exact table ``T[bin, size]`` of integer rows (``counts`` items, or one item per row when ``None``),
+    as sorted keys ``bin * 2^31 + size`` and their integer totals. Tables of parts add up: pass the
+    concatenated keys (decoded with :func:`decode_keys`) and totals again."""
+    bins = np.asarray(bins, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if sizes.size and (sizes.max() >= 1 << _SIZE_BITS or sizes.min() < 1 or bins.min() < 0):
+        raise DataError("a user holds more than 2^31 items, or a bin or size is out of range")
+    key = (bins << _SIZE_BITS) | sizes
+    if counts is None:
+        return np.unique(key, return_counts=True)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if key.size else np.empty(0, np.int64)
+    return key[starts], np.add.reduceat(np.asarray(counts, dtype=np.int64)[order], starts) if key.size else key
+
+
+def decode_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(bins, sizes)`` of :func:`count_table`'s keys."""
+    return keys >> _SIZE_BITS, keys & ((1 << _SIZE_BITS) - 1)
+
+
+def sum_by_size(bins: np.ndarray, sizes: np.ndarray, counts: np.ndarray | None, length: int) -> np.ndarray:
+    """``out[b] = sum over rows with bins == b of counts / sizes``, computed the same way from any split.
+
+    ``(bins, sizes, counts)`` are integer rows: ``counts`` items (one per row when ``None``) fall in bin ``b``
+    and belong to users holding ``sizes`` items each. Equal ``(bin, size)`` rows are added exactly
+    (integers, :func:`count_table`), each ``T / size`` is one correctly rounded division, and each bin adds
+    its terms in order of increasing size. The result depends only on the multiset of rows, not on their
+    order or on how they were split between chunks or tasks.
+    """
+    out = np.zeros(int(length), dtype=np.float64)
+    keys, totals = count_table(bins, sizes, counts)
+    if keys.size == 0:
+        return out
+    b, n = decode_keys(keys)  # sorted by (bin, size)
+    terms = totals / n.astype(np.float64)
+    starts = np.flatnonzero(np.concatenate([[True], b[1:] != b[:-1]]))
+    out[b[starts]] = np.add.reduceat(terms, starts)
+    return out
+
+
+def user_means(offsets: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each user's mean of ``values`` (rows ``offsets[i]:offsets[i+1]``; every user holds at least one row).
+    Every column of a user is summed in increasing order, so the result does not depend on the order of the
+    user's rows."""
+    v = np.asarray(values, dtype=np.float64)
+    v2 = v[:, None] if v.ndim == 1 else v
+    counts = np.diff(offsets)
+    owner = np.repeat(np.arange(counts.size), counts)
+    out = np.empty((counts.size, v2.shape[1]), dtype=np.float64)
+    for j in range(v2.shape[1]):
+        col = v2[np.lexsort((v2[:, j], owner)), j]
+        out[:, j] = np.add.reduceat(col, offsets[:-1]) / counts
+    return out
+
+
+def edges_from_pairs(users: np.ndarray, labels: np.ndarray) -> UserDataset:
+    """The deduplicated person-element graph of ``(users[j], labels[j])`` records as a dataset of sets:
+    labels as strings, coded by their sorted order (a data-independent element order), users by key. The
+    labels are read off the data (``FiniteDomain(public=False)``): the distinct count never releases them."""
+    users = np.asarray(users)
+    text = np.asarray([str(x) for x in labels], dtype=str) if len(labels) else np.empty(0, dtype=str)
+    names, codes = np.unique(text, return_inverse=True)
+    domain = FiniteDomain(names.astype(object), public=False)
+    offsets, order, keys = group_by_user(users)
+    return UserDataset(offsets, codes.reshape(-1).astype(np.int64)[order], keys, domain).dedupe()

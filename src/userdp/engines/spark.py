@@ -1,45 +1,73 @@
 """The Spark engine: userdp's data plane on Apache Spark (pyspark).
 
-Input is a Spark DataFrame (or a Parquet/CSV path Spark reads) with a user column and item column(s).
-Executors compute only **deterministic** aggregates -- per-user counts, weighted histograms
-``sum_i K~_i``, grid sums of per-user distributions, per-user means of a query, the deduplicated
-person-element edges -- and everything random that must happen per user (sampling with replacement for
-BoundedEMDReduction, local-model item randomization) reads the user's keyed stream
-(:class:`~userdp.noise.KeyedStreams`): AES-256-CTR under HMAC-SHA256 of a 256-bit master secret, drawn on
-the driver from ``os.urandom``, and of the user key. A retried or speculative task therefore recomputes
-exactly the same rows, while no user's stream can be predicted without the master (which travels to the
-executors inside the pickled task closure, and nowhere else). No other privacy noise is ever drawn on an
-executor: noise, selection and reconstruction run on the driver, once, through the same mechanism
-functions as the local engine.
+The executors compute only exact, deterministic aggregates -- the ``(bin, size)`` count tables behind
+``sum_i K~_i`` and the heatmap grid sum, one row per user for means, the deduplicated person-element edges
+-- and run every per-user step through the same Python functions as the other engines (gridding with
+:meth:`~userdp.metrics.GridL1.cells_of`, :func:`~userdp.engines.base.user_means`,
+:func:`~userdp.data.tokenize`, the keyed streams). Everything random that happens per user (sampling with
+replacement for BoundedEMDReduction, local-model item randomization) reads the user's keyed stream
+(:class:`~userdp.noise.KeyedStreams`: AES-256-CTR under HMAC-SHA256 of a 256-bit master secret, drawn on the
+driver from ``os.urandom``, and of the user key). A retried or speculative task therefore recomputes exactly
+the same rows, while no user's stream can be predicted without the master (which travels to the executors
+inside the pickled task closure, and nowhere else). Privacy noise, selection and reconstruction run on the
+driver, once, in the releases.
 
-Driver memory: aggregates are small (a histogram, a grid, one row per user for local-model releases);
-the distinct-count graph is collected as an edge list and is refused above ``max_edges`` (default
-5e7 edges, about 0.8 GB on the driver). Beyond that, split the graph into connected components on Spark
-(each component's ``DC(D; l)`` adds up) and run the flow per component.
+Driver memory: aggregates are small (a histogram, a grid's count table, one row per user for means); the
+distinct-count graph is collected as an edge list and is refused above ``max_edges`` (default 5e7 edges,
+about 0.8 GB on the driver).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import DataError
-from ..noise import KeyedStreams
+from ..data import BoxDomain, FiniteDomain, UserDataset, to_arrow, tokenize
+from ..errors import DataError, UserDPError
+from ..metrics.spaces import GridL1
+from ..noise import KeyedStreams, keyed_randomize, keyed_sample_indices
+from .base import Columns, Engine, UserSizes, check_grid, edges_from_pairs, sum_by_size, user_means
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-    from ..noise import RngLike
-
-__all__ = ["SparkEngine"]
+__all__ = ["SparkEngine", "SparkTable"]
 
 MAX_EDGES = 50_000_000
 
 
-class SparkEngine:
-    """Runs userdp's data plane on Spark. Methods take a DataFrame and column names and return NumPy
-    arrays on the driver (or a DataFrame, for per-user sampling and randomization)."""
+@dataclass(frozen=True)
+class SparkTable:
+    """The Spark engine's handle: a DataFrame holding the named columns (text already split into words), and
+    the public domain."""
+
+    df: DataFrame
+    columns: Columns
+    domain: FiniteDomain | BoxDomain | None
+
+
+def _codes(domain: FiniteDomain | None, values) -> np.ndarray:
+    """Item codes of ``values`` in the public domain (-1 for a value outside it); on the executors."""
+    index = domain._index  # noqa: SLF001 - the domain's own label -> code map
+    return np.fromiter(
+        (index.get(v.item() if hasattr(v, "item") else v, -1) for v in values), dtype=np.int64, count=len(values)
+    )
+
+
+def _items(pdf, columns: Columns, domain) -> np.ndarray:
+    """One user's (or one batch's) items as the in-memory engine holds them: codes or float points."""
+    if columns.item is not None:
+        return _codes(domain, pdf[columns.item].tolist())
+    return pdf[list(columns.points)].to_numpy(dtype=np.float64)
+
+
+class SparkEngine(Engine):
+    """Runs userdp's data plane on Spark. ``load`` takes a Spark DataFrame, a path Spark reads (Parquet, CSV
+    with a header row, JSON lines), or an in-memory table (Arrow, pandas, polars, ``UserDataset``)."""
 
     name = "spark"
 
@@ -58,137 +86,201 @@ class SparkEngine:
         self.max_edges = int(max_edges)
 
     # -- input ------------------------------------------------------------------------------
-    def read(self, path: str, fmt: str | None = None) -> DataFrame:
-        """Read a Parquet or CSV path (CSV with a header row and inferred types)."""
-        fmt = fmt or ("csv" if str(path).lower().endswith((".csv", ".csv.gz")) else "parquet")
-        if fmt == "csv":
-            return self.spark.read.option("header", True).option("inferSchema", True).csv(str(path))
+    def read(self, path: str | Path) -> DataFrame:
+        """Read a Parquet, CSV (header row, inferred types) or JSON-lines path."""
+        p = str(path).lower()
+        if not Path(path).exists():
+            raise DataError(f"no such file: {path}")
+        if p.endswith((".csv", ".csv.gz", ".csv.bz2", ".tsv")):
+            sep = "\t" if p.endswith(".tsv") else ","
+            return self.spark.read.option("header", True).option("inferSchema", True).option("sep", sep).csv(str(path))
+        if p.endswith((".json", ".jsonl", ".ndjson", ".jsonl.gz", ".json.gz")):
+            return self.spark.read.json(str(path))
         return self.spark.read.parquet(str(path))
 
-    @staticmethod
-    def _check(df: DataFrame, cols: list[str]) -> None:
-        missing = [c for c in cols if c not in df.columns]
+    def load(self, source: Any, columns: Columns, domain: FiniteDomain | BoxDomain | None = None) -> SparkTable:
+        from pyspark.sql import DataFrame
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        if isinstance(source, (str, Path)):
+            df = self.read(source)
+        elif isinstance(source, DataFrame):
+            df = source
+        else:
+            if isinstance(source, UserDataset):
+                source = source.to_arrow(columns.user, columns.item or "item")
+            df = self.spark.createDataFrame(to_arrow(source).to_pandas())
+        missing = [c for c in columns.names if c not in df.columns]
         if missing:
             raise DataError(f"column(s) {missing} not found; the DataFrame has columns {df.columns}")
-        from pyspark.sql import functions as F
-
+        df = df.select(*columns.names)
         cond = None
-        for c in cols:
+        for c in columns.names:
             e = F.col(c).isNull()
             cond = e if cond is None else (cond | e)
         if df.filter(cond).limit(1).count():
-            raise DataError(f"columns {cols} have missing values")
+            raise DataError(f"columns {columns.names} have missing values")
+        if columns.item is not None:
+            itype = df.schema[columns.item].dataType
+            if not isinstance(itype, (T.StringType, T.IntegralType)):
+                raise DataError(
+                    f"item column {columns.item!r} has type {itype.simpleString()}; ids must be strings or integers"
+                )
+            if columns.tokenize:
+                df = self._tokenized(df, columns)
+        else:
+            for c in columns.points:
+                if not isinstance(df.schema[c].dataType, T.NumericType):
+                    raise DataError(
+                        f"coordinate column {c!r} has type {df.schema[c].dataType.simpleString()}; it must be numeric"
+                    )
+        return SparkTable(df, columns, domain)
 
-    def _with_weight(self, df: DataFrame, user: str) -> DataFrame:
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
+    @staticmethod
+    def _tokenized(df: DataFrame, columns: Columns) -> DataFrame:
+        """One row per (user, word), with :func:`userdp.data.tokenize` on the executors."""
+        import pandas as pd
+        from pyspark.sql.types import StringType, StructField, StructType
 
-        return df.withColumn("_w", 1.0 / F.count(F.lit(1)).over(Window.partitionBy(user)))
+        user, item = columns.user, columns.item
+        schema = StructType([StructField(user, df.schema[user].dataType), StructField(item, StringType())])
+
+        def split(batches):
+            for pdf in batches:
+                u, w = [], []
+                for key, text in zip(pdf[user].tolist(), pdf[item].tolist(), strict=True):
+                    toks = tokenize(text)
+                    u.extend([key] * len(toks))
+                    w.extend(toks)
+                yield pd.DataFrame({user: pd.Series(u, dtype=pdf[user].dtype), item: w})
+
+        return df.mapInPandas(split, schema)
 
     # -- aggregates ---------------------------------------------------------------------------
-    def histogram_sum(
-        self, df: DataFrame, user: str, item: str, labels: np.ndarray, normalize: bool = True
-    ) -> np.ndarray:
-        """``sum_i K~_i`` (or counts) over a public list of item labels; unknown items are an error."""
+    def user_sizes(self, data: SparkTable) -> UserSizes:
         from pyspark.sql import functions as F
 
-        self._check(df, [user, item])
-        index = {str(v): i for i, v in enumerate(labels)}
-        d = self._with_weight(df, user) if normalize else df.withColumn("_w", F.lit(1.0))
-        rows = d.groupBy(F.col(item).cast("string").alias("_it")).agg(F.sum("_w").alias("_s")).collect()
-        out = np.zeros(len(labels))
-        for r in rows:
-            j = index.get(r["_it"])
-            if j is None:
-                raise DataError("some items are not in the declared domain")
-            out[j] = r["_s"]
-        return out
-
-    def grid_sum(
-        self, df: DataFrame, user: str, lat: str, lon: str, box, side: int, drop_outside: bool = False
-    ) -> np.ndarray:
-        """``s = sum_i p_i`` on the ``side x side`` grid of a public box (heatmaps), computed on the executors."""
-        from pyspark.sql import functions as F
-
-        self._check(df, [user, lat, lon])
-        (la0, lo0), (la1, lo1) = box.low, box.high
-        inside = (F.col(lat) >= la0) & (F.col(lat) <= la1) & (F.col(lon) >= lo0) & (F.col(lon) <= lo1)
-        if drop_outside:
-            df = df.filter(inside)
-        elif df.filter(~inside).limit(1).count():
-            raise DataError("some points lie outside the declared box; pass a larger public box or drop_outside=True")
-        r = F.least(F.floor((F.col(lat) - la0) / (la1 - la0) * side), F.lit(side - 1)).cast("long")
-        c = F.least(F.floor((F.col(lon) - lo0) / (lo1 - lo0) * side), F.lit(side - 1)).cast("long")
-        d = self._with_weight(df, user).withColumn("_cell", r * side + c)
-        rows = d.groupBy("_cell").agg(F.sum("_w").alias("_s")).collect()
-        out = np.zeros(side * side)
-        for row in rows:
-            out[row["_cell"]] = row["_s"]
-        return out.reshape(side, side)
-
-    def user_sizes(self, df: DataFrame, user: str) -> tuple[int, int, int]:
-        """``(smallest, largest, number of users)`` of the per-user record counts, computed on the executors."""
-        from pyspark.sql import functions as F
-
-        self._check(df, [user])
         c = (
-            df.groupBy(user)
+            data.df.groupBy(data.columns.user)
             .count()
             .agg(F.min("count").alias("lo"), F.max("count").alias("hi"), F.count(F.lit(1)).alias("n"))
             .collect()[0]
         )
-        if c["n"] == 0:
-            raise DataError("the input is empty: no rows")
-        return int(c["lo"]), int(c["hi"]), int(c["n"])
+        return UserSizes(int(c["lo"] or 0), int(c["hi"] or 0), int(c["n"]))
 
-    def require_equal_sizes(self, df: DataFrame, user: str, sizes: tuple[int, int, int] | None = None) -> int:
-        """The common number of records ``m`` per user (bounded releases), as
-        :meth:`userdp.data.UserDataset.require_equal_sizes` does locally (``sizes``: a :meth:`user_sizes`
-        result already computed, to save a Spark job)."""
-        lo, hi, _ = sizes if sizes is not None else self.user_sizes(df, user)
-        if lo != hi:
-            raise DataError(
-                "this bounded release needs every user to hold the same public number of items m; apply "
-                "BoundedEMDReduction (sampling with replacement, --samples S) first"
-            )
-        return lo
+    def _size_table(self, df: DataFrame, user: str, length: int) -> np.ndarray:
+        """``sum_by_size`` of the rows of ``df`` (``user``, ``_bin``, kept rows only), exact on the executors."""
+        sizes = df.groupBy(user).count().withColumnRenamed("count", "_n")
+        rows = df.join(sizes, on=user).groupBy("_bin", "_n").count().collect()
+        b = np.array([r["_bin"] for r in rows], dtype=np.int64)
+        n = np.array([r["_n"] for r in rows], dtype=np.int64)
+        c = np.array([r["count"] for r in rows], dtype=np.int64)
+        return sum_by_size(b, n, c, length)
 
-    def per_user_mean(self, df: DataFrame, user: str, values: list[str], collect: bool = True):
-        """Per-user means of value columns (one row per user, sorted by user key), or their sum over users
-        with ``collect=False`` (``(sum, number of users)``: for the bounded central model, where ``n`` is public)."""
+    def grid_sum(self, data: SparkTable, box: BoxDomain, side: int, drop_outside: bool = False) -> np.ndarray:
         from pyspark.sql import functions as F
+        from pyspark.sql.types import LongType, StructField, StructType
 
-        self._check(df, [user, *values])
-        per = df.groupBy(user).agg(*[F.avg(v).alias(v) for v in values])
-        if collect:
-            rows = per.orderBy(user).collect()
-            return np.array([[r[v] for v in values] for r in rows], dtype=np.float64)
-        tot = per.agg(*[F.sum(v).alias(v) for v in values], F.count(F.lit(1)).alias("_n")).collect()[0]
-        return np.array([tot[v] for v in values], dtype=np.float64), int(tot["_n"])
+        check_grid(box, side)
+        cols = data.columns
+        if len(cols.points) != 2:
+            raise DataError("heatmaps need 2-D point items (e.g. lat, lon)")
+        user, grid = cols.user, GridL1(int(side))
+        schema = StructType([StructField(user, data.df.schema[user].dataType), StructField("_bin", LongType())])
 
-    def edges(self, df: DataFrame, user: str, item: str):
-        """The deduplicated person-element edges, collected to the driver as a :class:`PersonElementGraph`.
-        Refused above ``max_edges``."""
-        from ..distinct.counting import PersonElementGraph
+        def cells(batches):
+            for pdf in batches:
+                pts = pdf[list(cols.points)].to_numpy(dtype=np.float64)
+                inside = box.contains(pts)
+                out = np.full(len(pdf), -1, dtype=np.int64)
+                out[inside] = grid.cells_of(pts[inside], box)
+                yield pdf[[user]].assign(_bin=out)
 
-        self._check(df, [user, item])
-        d = df.select(user, item).distinct()
-        n = d.count()
-        if n > self.max_edges:
+        binned = data.df.mapInPandas(cells, schema)
+        if drop_outside:
+            binned = binned.filter(F.col("_bin") >= 0)
+        elif binned.filter(F.col("_bin") < 0).limit(1).count():
+            raise DataError("some points lie outside the declared box; pass a larger public box or drop_outside=True")
+        return self._size_table(binned, user, side * side).reshape(side, side)
+
+    def _coded(self, data: SparkTable) -> DataFrame:
+        """``user, _bin`` with ``_bin`` the item's code in the public domain (refused if an item is outside it)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        dom, cols = data.domain, data.columns
+        if not isinstance(dom, FiniteDomain) or not dom.public or cols.item is None:
+            raise DataError("this release needs ids in a public finite domain; declare the domain")
+        user, item = cols.user, cols.item
+        schema = StructType([StructField(user, data.df.schema[user].dataType), StructField("_bin", LongType())])
+
+        def code(batches):
+            for pdf in batches:
+                yield pdf[[user]].assign(_bin=_codes(dom, pdf[item].tolist()))
+
+        coded = data.df.mapInPandas(code, schema)
+        if coded.filter(F.col("_bin") < 0).limit(1).count():
+            raise DataError("some item values are not in the declared domain")
+        return coded
+
+    def histogram_sum(self, data: SparkTable, normalize: bool = True) -> np.ndarray:
+        coded = self._coded(data)
+        k = len(data.domain)
+        if normalize:
+            return self._size_table(coded, data.columns.user, k)
+        rows = coded.groupBy("_bin").count().collect()
+        out = np.zeros(k)
+        for r in rows:
+            out[r["_bin"]] = r["count"]
+        return out
+
+    def per_user_mean(self, data: SparkTable, query: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        import pandas as pd
+        from pyspark.sql.types import ArrayType, DoubleType, StringType, StructField, StructType
+
+        cols, dom = data.columns, data.domain
+        user = cols.user
+        schema = StructType(
+            [
+                StructField(user, data.df.schema[user].dataType),
+                StructField("_m", ArrayType(DoubleType())),
+                StructField("_err", StringType()),
+            ]
+        )
+
+        def mean(pdf: pd.DataFrame) -> pd.DataFrame:
+            try:  # a refusal of the query (e.g. a point outside the public domain) travels back as its message
+                v = np.asarray(query(_items(pdf, cols, dom)), dtype=np.float64)
+                m, err = user_means(np.array([0, len(pdf)]), v)[0].tolist(), None
+            except UserDPError as exc:
+                m, err = [], str(exc)
+            return pd.DataFrame({user: [pdf[user].iloc[0]], "_m": [m], "_err": [err]})
+
+        rows = data.df.groupBy(user).applyInPandas(mean, schema).collect()
+        errors = sorted({r["_err"] for r in rows if r["_err"] is not None})
+        if errors:
+            raise DataError(errors[0])
+        if not rows:
+            raise DataError("this release needs at least one user (the number of users is public for it)")
+        keys = np.asarray([r[user] for r in rows])
+        means = np.array([r["_m"] for r in rows], dtype=np.float64)
+        if not np.all(np.isfinite(means)):
+            raise DataError("the query's values contain NaN or inf")
+        return means[np.argsort(keys, kind="stable")]
+
+    def edges(self, data: SparkTable) -> UserDataset:
+        cols = data.columns
+        if cols.item is None:
+            raise DataError("distinct counting needs items that are ids (a finite domain)")
+        d = data.df.select(cols.user, cols.item).distinct()
+        if d.limit(self.max_edges + 1).count() > self.max_edges:
             raise DataError(
-                f"{n} person-element edges exceed the driver limit {self.max_edges}; split the graph into connected "
+                f"the person-element edges exceed the driver limit {self.max_edges}; split the graph into connected "
                 "components on Spark and count each component (DC(D; l) adds up over components)"
             )
         pdf = d.toPandas()
-        users = pdf[user].to_numpy()
-        items = pdf[item].astype(str).to_numpy()
-        labels = np.unique(items)
-        codes = np.searchsorted(labels, items)
-        ukeys, uinv = np.unique(users, return_inverse=True)
-        order = np.lexsort((codes, uinv))
-        counts = np.bincount(uinv, minlength=ukeys.size)
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return PersonElementGraph(offsets, np.ascontiguousarray(codes[order].astype(np.int64)), labels.size)
+        return edges_from_pairs(pdf[cols.user].to_numpy(), pdf[cols.item].to_numpy())
 
     # -- per-user randomness (deterministic in the master secret and the user key) --------------
     @staticmethod
@@ -204,69 +296,42 @@ class SparkEngine:
                 f"not {dtype.simpleString()}; cast the user column first"
             )
 
-    def sample_with_replacement(
-        self, df: DataFrame, user: str, cols: list[str], s: int, rng: KeyedStreams | RngLike = None
-    ) -> DataFrame:
-        """BoundedEMDReduction's projection: ``s`` rows per user, drawn with replacement from the user's rows
-        sorted by ``cols``, with the user's keyed stream (:func:`userdp.engines.local.keyed_sample_indices`,
-        the function :meth:`LocalEngine.sample_keyed <userdp.engines.local.LocalEngine.sample_keyed>` uses).
-
-        Parameters
-        ----------
-        rng:
-            A :class:`~userdp.noise.KeyedStreams` (share it with the local engine to get the same rows),
-            ``None`` for a fresh 256-bit master from ``os.urandom``, or a seed or seeded source (reproducible,
-            no privacy). The master is pickled into the task closure sent to the executors.
-        """
+    def sample_keyed(self, data: SparkTable, s: int, streams: KeyedStreams) -> SparkTable:
         import pandas as pd
 
-        self._check(df, [user, *cols])
-        self._check_keyable(df, user)
-        if int(s) < 1:
+        if isinstance(s, bool) or int(s) != s or s < 1:
             raise DataError(f"the per-user sample size must be at least 1, got {s}")
-        streams = KeyedStreams.from_rng(rng)
-        schema = df.select(user, *cols).schema
+        self._check_keyable(data.df, data.columns.user)
+        if data.columns.item is not None:
+            self._coded(data)  # the canonical order is the codes' order: every item must have one
+        cols, dom, s = data.columns, data.domain, int(s)
 
         def per_user(pdf: pd.DataFrame) -> pd.DataFrame:
-            from userdp.engines.local import keyed_sample_indices
+            items = _items(pdf, cols, dom)
+            order = np.lexsort(items.T[::-1]) if items.ndim == 2 else np.argsort(items, kind="stable")
+            pick = order[keyed_sample_indices(streams, pdf[cols.user].iloc[0], len(pdf), s)]
+            return pdf.iloc[pick].reset_index(drop=True)
 
-            key = pdf[user].iloc[0]
-            pdf = pdf.sort_values(cols, kind="stable").reset_index(drop=True)
-            return pdf.iloc[keyed_sample_indices(streams, key, len(pdf), s)].reset_index(drop=True)
+        df = data.df.groupBy(cols.user).applyInPandas(per_user, data.df.schema)
+        return SparkTable(df, cols, dom)
 
-        return df.select(user, *cols).groupBy(user).applyInPandas(per_user, schema)
-
-    def randomize_items(
-        self,
-        df: DataFrame,
-        user: str,
-        item: str,
-        randomizer,
-        labels: np.ndarray,
-        rng: KeyedStreams | RngLike = None,
-    ) -> DataFrame:
-        """Local-model item randomization on the executors (PrivEMDItemWise's ``A``): each user's item codes
-        (positions in ``labels``) with the user's keyed stream (:func:`userdp.engines.local.keyed_randomize`,
-        the function :meth:`LocalEngine.randomize_keyed <userdp.engines.local.LocalEngine.randomize_keyed>`
-        uses); returns ``user, item`` rows of the released multisets. ``rng`` as in
-        :meth:`sample_with_replacement`."""
+    def randomize_keyed(self, data: SparkTable, randomizer: Any, streams: KeyedStreams) -> SparkTable:
         import pandas as pd
-        from pyspark.sql.types import StringType, StructField, StructType
+        from pyspark.sql.types import StructField, StructType
 
-        self._check(df, [user, item])
-        self._check_keyable(df, user)
-        streams = KeyedStreams.from_rng(rng)
-        index = {str(v): i for i, v in enumerate(labels)}
-        lab = [str(v) for v in labels]
-        utype = df.schema[user].dataType
-        schema = StructType([StructField(user, utype), StructField(item, StringType())])
+        cols, dom = data.columns, data.domain
+        self._check_keyable(data.df, cols.user)
+        self._coded(data)
+        labels = [v.item() if hasattr(v, "item") else v for v in dom.labels]
+        user, item = cols.user, cols.item
+        schema = StructType(
+            [StructField(user, data.df.schema[user].dataType), StructField(item, data.df.schema[item].dataType)]
+        )
 
         def per_user(pdf: pd.DataFrame) -> pd.DataFrame:
-            from userdp.engines.local import keyed_randomize
-
             key = pdf[user].iloc[0]
-            codes = np.array([index[str(x)] for x in pdf[item]], dtype=np.int64)
-            out = keyed_randomize(streams, key, codes, randomizer)
-            return pd.DataFrame({user: [key] * len(out), item: [lab[j] for j in out]})
+            out = keyed_randomize(streams, key, _items(pdf, cols, dom), randomizer)
+            return pd.DataFrame({user: [key] * len(out), item: [labels[j] for j in out]})
 
-        return df.select(user, item).groupBy(user).applyInPandas(per_user, schema)
+        df = data.df.groupBy(user).applyInPandas(per_user, schema)
+        return SparkTable(df, cols, dom)

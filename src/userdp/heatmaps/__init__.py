@@ -1,7 +1,7 @@
 """DP heatmaps by sparse EMD aggregation (Ghazi et al., AAAI 2023)."""
 
+from ..engines.memory import grid_sum as user_grid_sum
 from .baselines import dense_emd_agg, dense_resolution, emd_projection_nonnegative, laplace_heatmap
-from .core import user_grid_sum
 from .render import all_metrics, gaussian_heatmap, heatmap_emd, kl_divergence, pearson_cc, render, similarity
 from .sparse import dp_sparse_emd_agg, level_budgets, pyramid_level, reconstruct
 

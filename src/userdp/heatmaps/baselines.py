@@ -12,7 +12,7 @@ from scipy.optimize import linprog
 from ..errors import DataError, ParameterError
 from ..noise import RngLike, laplace_mechanism
 from ..privacy.guarantees import Neighbours, PureDP
-from ..release import ErrorStatement, Release
+from ..privacy.result import ErrorStatement, Release
 from .render import _norm as _normalize  # mass 1 (uniform if nothing is left)
 from .sparse import _check_grid, pyramid_level
 

@@ -42,7 +42,7 @@ from scipy.optimize import linprog
 from ..errors import DataError, ParameterError
 from ..noise import RngLike, add_laplace, calibrate_laplace, resolve_rng
 from ..privacy.guarantees import Neighbours, PureDP
-from ..release import ErrorStatement, Release
+from ..privacy.result import ErrorStatement, Release
 
 __all__ = ["level_budgets", "pyramid_level", "dp_sparse_emd_agg", "reconstruct", "SparseLevels"]
 

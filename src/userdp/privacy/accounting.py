@@ -251,9 +251,7 @@ def _proper_delta(delta_prime: float) -> float:
     """A bound with ``delta' >= 1`` protects nothing: refuse to turn it into a guarantee (capping it just
     below 1 would claim more than was proven)."""
     if not delta_prime < 1:
-        raise ParameterError(
-            "this amplification bound is vacuous (delta' >= 1); use composition or a smaller alpha_0"
-        )
+        raise ParameterError("this amplification bound is vacuous (delta' >= 1); use composition or a smaller alpha_0")
     return float(delta_prime)
 
 

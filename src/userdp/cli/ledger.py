@@ -17,8 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
-from .errors import ParameterError
-from .privacy import ApproxDP, Guarantee, Neighbours, PureDP, Session, guarantee_kind, guarantee_to_dict, ledger_lock
+from ..errors import ParameterError
+from ..privacy import ApproxDP, Guarantee, Neighbours, PureDP, Session, guarantee_kind, guarantee_to_dict, ledger_lock
 
 _NB = {"add-remove": Neighbours.ADD_REMOVE_USER, "replace": Neighbours.REPLACE_USER, "local": Neighbours.ANY_TWO_INPUTS}
 

@@ -1,47 +1,45 @@
-"""``userdp heatmap``: a DP heatmap of user locations from a file. Only noisy, released quantities are
-written: the image and grid of the DP estimate; never the number of users or points or the true heatmap."""
+"""``userdp heatmap``: a DP heatmap of user locations from a file (:func:`userdp.releases.heatmap`). Only
+noisy, released quantities are written: the image and grid of the DP estimate; never the number of users or
+points or the true heatmap."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 
-from .data import BoxDomain, UserDataset
-from .errors import ParameterError
+from .. import releases
+from ..data import BoxDomain
+from ..errors import ParameterError
+from .common import add_release_options, charge, console, print_json, warn_seed
 
 
 def cmd_heatmap(args: argparse.Namespace) -> int:
-    from .heatmaps import dense_emd_agg, dp_sparse_emd_agg, gaussian_heatmap, laplace_heatmap, render, user_grid_sum
-    from .noise import resolve_rng
+    from ..heatmaps import gaussian_heatmap, render
 
     try:
         la0, lo0, la1, lo1 = (float(x) for x in args.bbox.split(","))
     except ValueError:
         raise ParameterError("--bbox needs MINLAT,MINLON,MAXLAT,MAXLON") from None
     box = BoxDomain.latlon(la0, la1, lo0, lo1)
-    if args.engine == "spark":
-        from .engines.spark import SparkEngine
-
-        eng = SparkEngine()
-        s = eng.grid_sum(eng.read(args.input), args.user, args.lat, args.lon, box, args.resolution, args.drop_outside)
-    else:
-        ds = UserDataset.from_file(args.input, user=args.user, items=[args.lat, args.lon], domain=None)
-        s = user_grid_sum(ds, args.resolution, box, drop_outside=args.drop_outside)
-    rng = resolve_rng(args.seed)
-    if args.algorithm == "sparse":
-        rel = dp_sparse_emd_agg(s, args.epsilon, w=args.w, rng=rng)
-    elif args.algorithm == "laplace":
-        rel = laplace_heatmap(s, args.epsilon, rng=rng)
-    elif args.algorithm == "threshold":
-        rel = laplace_heatmap(s, args.epsilon, top_percent=args.top_percent, rng=rng)
-    else:
-        rel = dense_emd_agg(s, args.epsilon, args.dense_side or max(1, args.resolution // 8), rng=rng)
-    from . import cli_ledger
-
-    cli_ledger.charge(args, rel.guarantee, rel.mechanism)  # before any file is written
+    rel = releases.heatmap(
+        args.input,
+        box,
+        args.resolution,
+        args.epsilon,
+        args.algorithm,
+        user=args.user,
+        lat=args.lat,
+        lon=args.lon,
+        drop_outside=args.drop_outside,
+        w=args.w,
+        top_percent=args.top_percent,
+        coarse_side=args.dense_side,
+        engine=args.engine,
+        rng=args.seed,
+    )
+    charge(args, rel)  # before any file is written
     sigma = args.sigma if args.sigma is not None else args.resolution / 128
     out = Path(args.out)
     grid_path = out.with_suffix(".npy")
@@ -57,14 +55,12 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         "image": str(out),
         "grid": str(grid_path),
     }
-    if args.seed is not None:
-        result["warning"] = "seeded noise: for demonstrations only, no privacy"
     if args.json:
-        print(json.dumps(result))
+        warn_seed(args, result)
+        print_json(result)
     else:
-        from rich.console import Console
-
-        Console().print(f"{rel.mechanism}: {rel.guarantee.describe()}\nwrote {out} and {grid_path}")
+        warn_seed(args)
+        console().print(f"{rel.mechanism}: {rel.guarantee.describe()}\nwrote {out} and {grid_path}")
     return 0
 
 
@@ -77,17 +73,12 @@ def add_parser(sub) -> None:
     p.add_argument("--bbox", required=True, help="public box MINLAT,MINLON,MAXLAT,MAXLON")
     p.add_argument("--resolution", type=int, default=256, help="cells per side (a power of two)")
     p.add_argument("--epsilon", type=float, required=True)
-    p.add_argument("--algorithm", choices=["sparse", "dense", "laplace", "threshold"], default="sparse")
+    p.add_argument("--algorithm", choices=list(releases.ALGORITHMS), default="sparse")
     p.add_argument("--w", type=int, default=20, help="sparse: cells kept per level")
     p.add_argument("--top-percent", type=float, default=1.0, help="threshold: percent of cells kept")
     p.add_argument("--dense-side", type=int, default=None, help="dense: public coarse grid side")
     p.add_argument("--sigma", type=float, default=None, help="Gaussian filter in cells (default resolution/128)")
     p.add_argument("--drop-outside", action="store_true", help="drop points outside the box (count not reported)")
-    p.add_argument("--engine", choices=["local", "spark"], default="local", help="where the data plane runs")
     p.add_argument("--out", default="heatmap.png")
-    p.add_argument("--seed", type=int, default=None, help="seed the noise (demonstrations only)")
-    p.add_argument("--json", action="store_true")
-    from . import cli_ledger
-
-    cli_ledger.add_option(p)
+    add_release_options(p)
     p.set_defaults(func=cmd_heatmap)

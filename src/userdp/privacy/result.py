@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .privacy.guarantees import Guarantee
+from .guarantees import Guarantee
 
 __all__ = ["Release", "ErrorStatement"]
 

@@ -16,22 +16,23 @@ from typing import Any
 
 import numpy as np
 
-from . import datasets as D
-from .data import BoxDomain, FiniteDomain
-from .noise import RandomSource
+from .. import datasets as D
+from .. import releases
+from ..data import BoxDomain, FiniteDomain
+from ..noise import RandomSource
 
 MIDTOWN = BoxDomain.latlon(40.745, 40.770, -73.999, -73.965)
 TIMES_SQUARE = (40.7580, -73.9855)
 
 
 def _heatmap(fs, src: RandomSource, out: Path) -> dict[str, Any]:
-    from .heatmaps import all_metrics, dp_sparse_emd_agg, gaussian_heatmap, laplace_heatmap, render, user_grid_sum
+    from ..heatmaps import all_metrics, gaussian_heatmap, render, user_grid_sum
 
     side, eps, sigma = 256, 1.0, 2.0
-    s = user_grid_sum(fs, side, MIDTOWN, drop_outside=True)
+    s = user_grid_sum(fs, side, MIDTOWN, drop_outside=True)  # the truth, for the demo only
     truth = gaussian_heatmap(s / s.sum(), sigma)
-    ours = dp_sparse_emd_agg(s, eps, rng=src)
-    base = laplace_heatmap(s, eps, rng=src)
+    ours = releases.heatmap(fs, MIDTOWN, side, eps, "sparse", drop_outside=True, rng=src)
+    base = releases.heatmap(fs, MIDTOWN, side, eps, "laplace", drop_outside=True, rng=src)
     h_ours, h_base = gaussian_heatmap(ours.value, sigma), gaussian_heatmap(base.value, sigma)
     png = render(
         {"non-private (demo only)": truth, "DP sparse EMD aggregation": h_ours, "DP Laplace baseline": h_base},
@@ -60,12 +61,12 @@ def _heatmap(fs, src: RandomSource, out: Path) -> dict[str, Any]:
 
 
 def _distinct(src: RandomSource) -> dict[str, Any]:
-    from .distinct import distinct_count, person_element_graph
+    from ..distinct import person_element_graph
 
-    g = person_element_graph(D.amazon_fashion())
+    words = D.amazon_fashion()
     eps, beta = 1.0, 0.05
-    rel = distinct_count(g, eps, beta, l_max=100, method="matching", rng=src)
-    true = g.distinct_count()
+    rel = releases.distinct(words, eps, beta=beta, l_max=100, method="matching", rng=src)
+    true = person_element_graph(words).distinct_count()  # the truth, for the demo only
     return {
         "name": "person-level DP distinct count of the Amazon Fashion vocabulary (Knop & Steinke)",
         "mechanism": rel.mechanism,
@@ -79,7 +80,7 @@ def _distinct(src: RandomSource) -> dict[str, Any]:
 
 
 def _regions(fs):
-    from .metrics import ClusteredMetric
+    from ..metrics import ClusteredMetric
 
     box = D.NYC_BOX
     p = (fs.items - np.array(box.low)) / (np.array(box.high) - np.array(box.low))
@@ -90,15 +91,15 @@ def _regions(fs):
 
 
 def _frequency(fs, src: RandomSource) -> dict[str, Any]:
-    from .dem.frequency import demd_error, freq_est_gkrr, freq_est_hadamard
-    from .dem.itemwise import BoundedEMDReduction
+    from ..dem.frequency import demd_error, freq_est_hadamard
+    from ..dem.itemwise import BoundedEMDReduction
 
     ds, space = _regions(fs)
     alpha, eps, delta = 100.0, 1.0, 1e-6
     red = BoundedEMDReduction(s=100, epsilon=1.0, r=0.01, delta=delta)
     proj = red.project(ds, src)
     truth = proj.global_histogram()
-    g = freq_est_gkrr(proj, space, alpha, delta, model="local", rng=src)
+    g = releases.frequency(proj, space, ds.domain, alpha, delta=delta, model="local", rng=src)
     h = freq_est_hadamard(proj, eps, delta, rng=src)
     e_g, e_h = demd_error(g.value, truth, space), demd_error(h.value, truth, space)
     return {
@@ -111,7 +112,7 @@ def _frequency(fs, src: RandomSource) -> dict[str, Any]:
             "delta'": delta,
             "regions": "16 public clusters x 9 cells",
             "m (sampled per user)": 100,
-            "alpha_0": round(g.extras["alpha0"], 4),
+            "alpha_0": round(g.params["alpha0"], 4),
             "route": g.params["route"],
         },
         "result": "estimated distribution over 144 map cells",
@@ -122,16 +123,12 @@ def _frequency(fs, src: RandomSource) -> dict[str, Any]:
 
 
 def _linear(fs, src: RandomSource) -> dict[str, Any]:
-    from .dem import priv_emd_linear
-    from .metrics import GreatCircleMetric, haversine_km
+    from ..metrics import GreatCircleMetric
 
     space = GreatCircleMetric(D.NYC_BOX)
     alpha = 25.0
-
-    def f(x):
-        return haversine_km(x[:, 0], x[:, 1], *TIMES_SQUARE) / space.scale
-
-    rel = priv_emd_linear(fs, 1.0, alpha, f_points=f, model="local", rng=src)
+    f, ell, _ = releases.distance_query(space, TIMES_SQUARE)
+    rel = releases.linear(fs, f, ell, alpha, model="local", rng=src)
     truth = float(np.mean(np.add.reduceat(f(fs.items), fs.offsets[:-1]) / fs.counts()))
     km = space.scale
     return {
@@ -148,7 +145,7 @@ def _linear(fs, src: RandomSource) -> dict[str, Any]:
 
 
 def _accountant() -> dict[str, Any]:
-    from .privacy.accounting import calibrate
+    from ..privacy.accounting import calibrate
 
     local = calibrate(100.0, 1e-6, 100)
     central = calibrate(25.0, 1e-6, 100, n=1083)
@@ -219,7 +216,7 @@ def run_demo(out: str | Path = "userdp-demo", seed: int | None = None, console=N
         ("PrivEMDLinear", lambda fs: _linear(fs, src)),
         ("accountant", lambda fs: _accountant()),
     ]
-    releases = []
+    results = []
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=con, transient=True
     ) as progress:
@@ -228,10 +225,10 @@ def run_demo(out: str | Path = "userdp-demo", seed: int | None = None, console=N
         progress.advance(task)
         for label, fn in steps:
             progress.update(task, description=label)
-            releases.append(fn(fs))
+            results.append(fn(fs))
             progress.advance(task)
     report = {
-        "releases": releases,
+        "releases": results,
         "seeded": seed is not None,
         "seconds": time.time() - t0,
         "data": {"foursquare_nyc": D.ATTRIBUTION["foursquare_nyc"], "amazon_fashion": D.ATTRIBUTION["amazon_fashion"]},
@@ -242,7 +239,7 @@ def run_demo(out: str | Path = "userdp-demo", seed: int | None = None, console=N
     t = Table(title="userdp demo (public data; truth shown for demonstration)", show_lines=True)
     for c in ("release", "guarantee", "result", "error vs truth"):
         t.add_column(c, overflow="fold")
-    for r in releases:
+    for r in results:
         t.add_row(r["name"], r["guarantee"], str(r["result"]), r["error"])
     con.print(t)
     con.print(f"wrote {html_path}, {out / 'report.json'} and {out / 'heatmap.png'} in {report['seconds']:.1f} s")

@@ -1,0 +1,52 @@
+"""``userdp distinct``: person-level DP lower bound on the number of distinct items
+(:func:`userdp.releases.distinct`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import releases
+from .common import add_release_options, charge, report, warn_seed
+
+
+def cmd_distinct(args: argparse.Namespace) -> int:
+    rel = releases.distinct(
+        args.input,
+        args.epsilon,
+        user=args.user,
+        item=args.item,
+        tokenize=args.tokenize,
+        beta=args.beta,
+        l_max=args.max_bound,
+        method=args.method,
+        engine=args.engine,
+        rng=args.seed,
+    )
+    charge(args, rel)  # before anything is printed
+    out = {
+        "lower_bound": rel.value,
+        "bound": int(rel.extras["bound"]),
+        "epsilon": args.epsilon,
+        "beta": args.beta,
+        "method": args.method,
+        "engine": args.engine,
+        "guarantee": rel.guarantee.describe(),
+        "confidence": rel.error.description,
+    }
+    warn_seed(args)
+    report(args, "person-level DP distinct count (Knop & Steinke, Algorithm 1)", out)
+    return 0
+
+
+def add_parser(sub) -> None:
+    di = sub.add_parser("distinct", help="person-level DP lower bound on the number of distinct items")
+    di.add_argument("input", help="CSV, Parquet or JSON-lines file")
+    di.add_argument("--user", required=True, help="person column")
+    di.add_argument("--item", required=True, help="element column (or text, with --tokenize)")
+    di.add_argument("--tokenize", action="store_true", help="split the item column into lower-cased words")
+    di.add_argument("--epsilon", type=float, required=True)
+    di.add_argument("--beta", type=float, default=0.05)
+    di.add_argument("--max-bound", type=int, default=100, help="l_max: the largest contribution bound tried")
+    di.add_argument("--method", choices=["matching", "greedy", "sampling"], default="matching")
+    add_release_options(di)
+    di.set_defaults(func=cmd_distinct)

@@ -1,0 +1,178 @@
+"""The in-memory engine: the whole table as one :class:`~userdp.data.UserDataset` (Arrow in, NumPy inside).
+
+The module-level functions are the in-memory data plane; the chunked engine runs them on every chunk, and
+the mechanisms' convenience entry points (which take a ``UserDataset``) call them too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data import BoxDomain, FiniteDomain, UserDataset, read_table, to_arrow, tokenize
+from ..errors import DataError
+from ..metrics.spaces import GridL1
+from ..noise import KeyedStreams, keyed_randomize, keyed_sample_indices
+from .base import Columns, Engine, UserSizes, check_grid, edges_from_pairs, sum_by_size, user_means
+
+__all__ = [
+    "MemoryEngine",
+    "grid_sum",
+    "histogram_sum",
+    "load_table",
+    "per_user_mean",
+    "sample_keyed",
+    "randomize_keyed",
+    "user_sizes",
+]
+
+
+def load_table(table: Any, columns: Columns, domain: FiniteDomain | BoxDomain | None = None) -> UserDataset:
+    """A :class:`UserDataset` from an Arrow table (or anything :func:`userdp.data.to_arrow` takes) with the
+    named columns; text items are split into words (:func:`userdp.data.tokenize`) with ``columns.tokenize``."""
+    t = to_arrow(table)
+    missing = [c for c in columns.names if c not in t.column_names]  # names: refuses a Columns naming no items
+    if missing:
+        raise DataError(f"column(s) {missing} not found; the table has columns {t.column_names}")
+    if columns.tokenize:
+        import pyarrow as pa
+
+        col = t.column(columns.item)
+        if t.num_rows and not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            raise DataError(f"--tokenize needs a text column; {columns.item!r} has type {col.type}")
+        users, texts = t.column(columns.user), col
+        if users.null_count or texts.null_count:
+            raise DataError("the user and item columns must not have missing values")
+        u, words = [], []
+        for key, text in zip(users.to_pylist(), texts.to_pylist(), strict=True):
+            toks = tokenize(text)
+            u.extend([key] * len(toks))
+            words.extend(toks)
+        return UserDataset.from_arrays(np.asarray(u), np.asarray(words, dtype=object), domain=domain)
+    if columns.item is not None:
+        return UserDataset.from_table(t, user=columns.user, item=columns.item, domain=domain)
+    return UserDataset.from_table(t, user=columns.user, items=list(columns.points), domain=domain)
+
+
+def user_sizes(ds: UserDataset) -> UserSizes:
+    """Smallest and largest user size, and the number of users."""
+    c = ds.counts()
+    return UserSizes(int(c.min()) if c.size else 0, int(c.max()) if c.size else 0, int(c.size))
+
+
+def grid_sum(ds: UserDataset, side: int, box: BoxDomain | None = None, drop_outside: bool = False) -> np.ndarray:
+    """``s = sum_i p_i``: each user's points, gridded to ``side x side`` cells of the public ``box``
+    (:class:`~userdp.metrics.GridL1`), as a distribution (mass 1 per user), summed over users
+    (:func:`~userdp.engines.base.sum_by_size`). Row index = first coordinate (e.g. latitude).
+
+    Points outside the box are an error unless ``drop_outside`` (then they are dropped and a user left with
+    no point contributes nothing; how many were dropped is data-dependent and is not reported). A user with
+    no points, and a dataset with no users, contribute nothing: the sum is then all zeros and the release
+    goes ahead (under add/remove-one-user neighbours an empty user changes nothing).
+    """
+    if not ds.is_points or ds.dim != 2:
+        raise DataError("heatmaps need 2-D point items (e.g. lat, lon)")
+    box = box or ds.require_box()
+    check_grid(box, side)
+    pts, users = ds.items, ds.user_index()
+    if drop_outside:
+        inside = box.contains(pts)
+        pts, users = pts[inside], users[inside]
+    elif not np.all(box.contains(pts)):
+        raise DataError("some points lie outside the declared box; pass a larger public box or drop_outside=True")
+    cells = GridL1(side).cells_of(pts, box)
+    size = np.bincount(users, minlength=ds.n_users)
+    return sum_by_size(cells, size[users], None, side * side).reshape(side, side)
+
+
+def histogram_sum(ds: UserDataset, normalize: bool = True) -> np.ndarray:
+    """``sum_i K~_i`` (``normalize``; users with no items contribute nothing) or the count histogram of
+    ``K_G`` over the dataset's finite domain."""
+    k = ds.domain_size
+    if not normalize:
+        return np.bincount(ds.items, minlength=k).astype(np.float64)
+    size = ds.counts()
+    return sum_by_size(ds.items, np.repeat(size, size), None, k)
+
+
+def per_user_mean(ds: UserDataset, query: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Every user's mean of ``query`` over its items (:func:`~userdp.engines.base.user_means`), users in key
+    order; every user must hold an item."""
+    ds.require_items()
+    v = np.asarray(query(ds.items), dtype=np.float64)
+    if v.shape[:1] != (ds.n_items,):
+        raise DataError("the query must give one value (or one row) per item")
+    if not np.all(np.isfinite(v)):
+        raise DataError("the query's values contain NaN or inf")
+    return user_means(ds.offsets, v)
+
+
+def _sorted_items(items: np.ndarray) -> np.ndarray:
+    """A user's items in canonical order (codes ascending; points lexicographically)."""
+    return items[np.lexsort(items.T[::-1])] if items.ndim == 2 else np.sort(items, kind="stable")
+
+
+def sample_keyed(ds: UserDataset, s: int, streams: KeyedStreams) -> UserDataset:
+    """``s`` items per user with replacement, from the user's sorted items, with the user's keyed stream."""
+    ds.require_items()
+    s = int(s)
+    if s < 1:
+        raise DataError(f"the per-user sample size must be at least 1, got {s}")
+    out = [
+        _sorted_items(ds.user_items(i))[
+            keyed_sample_indices(streams, ds.user_ids[i], ds.offsets[i + 1] - ds.offsets[i], s)
+        ]
+        for i in range(ds.n_users)
+    ]
+    offsets = np.arange(ds.n_users + 1, dtype=np.int64) * s
+    return UserDataset(offsets, np.concatenate(out), ds.user_ids, ds.domain)
+
+
+def randomize_keyed(ds: UserDataset, randomizer: Any, streams: KeyedStreams) -> UserDataset:
+    """Each user's item codes through ``randomizer`` with the user's keyed stream, sorted."""
+    if ds.is_points:
+        raise DataError("keyed item randomization needs items from a finite domain, not points")
+    out = [keyed_randomize(streams, ds.user_ids[i], ds.user_items(i), randomizer) for i in range(ds.n_users)]
+    items = np.concatenate(out).astype(np.int64) if out else np.empty(0, dtype=np.int64)
+    return UserDataset(ds.offsets, items, ds.user_ids, ds.domain)
+
+
+class MemoryEngine(Engine):
+    """The whole table in memory as a :class:`UserDataset`. ``load`` takes a path (CSV, Parquet, JSON lines),
+    an Arrow table, a pandas or polars frame, a dict of columns, or a ``UserDataset`` (used as it is)."""
+
+    name = "memory"
+
+    def load(self, source: Any, columns: Columns, domain: FiniteDomain | BoxDomain | None = None) -> UserDataset:
+        if isinstance(source, UserDataset):
+            return source
+        if isinstance(source, (str, Path)):
+            source = read_table(source, columns=columns.names)
+        return load_table(source, columns, domain)
+
+    def user_sizes(self, data: UserDataset) -> UserSizes:
+        return user_sizes(data)
+
+    def grid_sum(self, data: UserDataset, box: BoxDomain, side: int, drop_outside: bool = False) -> np.ndarray:
+        return grid_sum(data, side, box, drop_outside)
+
+    def histogram_sum(self, data: UserDataset, normalize: bool = True) -> np.ndarray:
+        data.require_public_domain()
+        return histogram_sum(data, normalize)
+
+    def per_user_mean(self, data: UserDataset, query: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        return per_user_mean(data, query)
+
+    def edges(self, data: UserDataset) -> UserDataset:
+        if not isinstance(data.domain, FiniteDomain):
+            raise DataError("distinct counting needs items that are ids (a finite domain)")
+        return edges_from_pairs(np.repeat(data.user_ids, data.counts()), data.domain.labels[data.items])
+
+    def sample_keyed(self, data: UserDataset, s: int, streams: KeyedStreams) -> UserDataset:
+        return sample_keyed(data, s, streams)
+
+    def randomize_keyed(self, data: UserDataset, randomizer: Any, streams: KeyedStreams) -> UserDataset:
+        return randomize_keyed(data, randomizer, streams)

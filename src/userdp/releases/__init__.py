@@ -1,0 +1,37 @@
+"""One function per release: a table source, its columns, public parameters, privacy parameters and an engine
+in; a :class:`~userdp.privacy.result.Release` (value + guarantee) out. The command line, the demo and the
+experiments call these.
+
+* :func:`heatmap` -- DP heatmaps (Ghazi et al.);
+* :func:`distinct` -- person-level DP distinct count (Knop & Steinke);
+* :func:`linear`, :func:`itemwise`, :func:`frequency` -- d_EM-DP (Imola et al.), with BoundedEMDReduction;
+* :func:`histogram` -- the user-level DP histogram.
+
+The engine (``engine="memory"``, ``"chunked"``, ``"spark"`` or an instance) computes the exact aggregates;
+the mechanism adds noise, selects and reconstructs on the driver, once. The same parameters and seed give
+the same release on every engine.
+"""
+
+from __future__ import annotations
+
+from .dem import clustered_domain_from_table, distance_query, frequency, itemwise, linear, mean_query
+from .distinct import distinct
+from .heatmap import ALGORITHMS, heatmap
+from .histogram import histogram
+from .request import Request, deliver, plan_request
+
+__all__ = [
+    "ALGORITHMS",
+    "Request",
+    "clustered_domain_from_table",
+    "deliver",
+    "distance_query",
+    "distinct",
+    "frequency",
+    "heatmap",
+    "histogram",
+    "itemwise",
+    "linear",
+    "mean_query",
+    "plan_request",
+]

@@ -1,0 +1,254 @@
+"""The d_EM-DP releases (Imola, Roy Chowdhury & Chaudhuri, CCS 2024) on a table of (user, item) records:
+PrivEMDLinear (Algorithm 1), PrivEMDItemWise with GKRR (Algorithm 2) and frequency estimation
+(FreqEstLocal, Algorithm 4), each optionally behind BoundedEMDReduction (Algorithm 3, ``samples=S``).
+
+Every release plans its inner target from the request (:mod:`userdp.releases.request`), asks the engine for
+the aggregates (per-user means; the keyed per-user sampling and randomization, then the count histogram),
+runs the mechanism's step on the driver, and returns the delivered guarantee -- refusing one weaker than
+asked unless ``allow_weaker``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..data import FiniteDomain, read_table, to_arrow
+from ..dem import GKRR, itemwise_guarantee, linear_release, project_simplex
+from ..dem.linear import _check_linear
+from ..engines import Columns, Engine, get_engine
+from ..errors import DataError, ParameterError
+from ..metrics import ClusteredMetric, GreatCircleMetric, haversine_km
+from ..noise import KeyedStreams, RngLike, resolve_rng
+from ..privacy.accounting import calibrate
+from ..privacy.guarantees import Model
+from ..privacy.result import ErrorStatement, Release
+from .request import deliver, plan_request
+
+__all__ = [
+    "PointQuery",
+    "clustered_domain_from_table",
+    "distance_query",
+    "frequency",
+    "itemwise",
+    "linear",
+    "mean_query",
+]
+
+
+def distance_query(space: Any, point: Any) -> tuple[Callable[[np.ndarray], np.ndarray], float, float]:
+    """The query ``f(x) = d(x, point) / scale`` of a metric space with a public scale (great-circle km or
+    euclidean), its Lipschitz bound (1, by the triangle inequality) and the unit scale to report raw units."""
+    c = np.asarray(point, dtype=np.float64).reshape(-1)
+    if c.size != space.dim:
+        raise ParameterError(
+            f"the point needs {space.dim} coordinates" + (" (lat,lon)" if isinstance(space, GreatCircleMetric) else "")
+        )
+    return PointQuery(space, "distance", c), 1.0, float(space.scale)
+
+
+def mean_query(space: Any) -> tuple[Callable[[np.ndarray], np.ndarray], float, float]:
+    """The query ``f(x) = x`` (the mean point) of a euclidean space: Lipschitz bound ``scale`` in l2."""
+    if isinstance(space, GreatCircleMetric):
+        raise ParameterError("the mean query needs a euclidean metric (lat/lon degrees are not a norm space)")
+    return PointQuery(space, "mean"), float(space.scale), 1.0
+
+
+class PointQuery:
+    """A picklable query on points of a metric ``space`` (it runs on Spark executors too): ``"distance"`` to a
+    public point ``c`` over the space's scale, or ``"mean"`` (the point itself). Points are checked against
+    the space's public domain first (:meth:`~userdp.metrics.MetricSpace.check_points`)."""
+
+    def __init__(self, space: Any, kind: str, c: np.ndarray | None = None):
+        self.space, self.kind, self.c = space, kind, c
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        x = self.space.check_points(x)
+        if self.kind == "mean":
+            return x
+        if isinstance(self.space, GreatCircleMetric):
+            return haversine_km(x[:, 0], x[:, 1], self.c[0], self.c[1]) / self.space.scale
+        return np.linalg.norm(x - self.c, axis=1) / self.space.scale
+
+
+def clustered_domain_from_table(source: Any, r: float) -> tuple[ClusteredMetric, FiniteDomain, np.ndarray]:
+    """A public domain table (a path or a table) with columns ``item, cluster``; every cluster must have the
+    same size. Item codes are ``cluster_index * t + position`` in table order. Returns the metric, the domain
+    and the cluster labels."""
+    t = (
+        read_table(source, columns=["item", "cluster"])
+        if isinstance(source, str) or hasattr(source, "suffix")
+        else to_arrow(source)
+    )
+    items = [str(x) for x in t.column("item").to_pylist()]
+    clusters = [str(x) for x in t.column("cluster").to_pylist()]
+    order: dict[str, list[str]] = {}
+    for it, c in zip(items, clusters, strict=True):
+        order.setdefault(c, []).append(it)
+    sizes = {len(v) for v in order.values()}
+    if len(sizes) != 1:
+        raise DataError(f"the clustered metric needs clusters of equal size; the domain file has sizes {sorted(sizes)}")
+    labels = [it for c in order for it in order[c]]
+    space = ClusteredMetric(len(order), sizes.pop(), r)
+    return space, FiniteDomain(np.array(labels, dtype=object)), np.array(list(order), dtype=object)
+
+
+def linear(
+    source: Any,
+    query: Callable[[np.ndarray], np.ndarray],
+    lipschitz: float,
+    alpha: float,
+    *,
+    user: str = "user",
+    item: str | None = None,
+    points: tuple[str, ...] = (),
+    domain: FiniteDomain | None = None,
+    delta: float | None = None,
+    model: Model | str = Model.LOCAL,
+    norm: str = "l2",
+    samples: int | None = None,
+    r: float = 0.05,
+    allow_weaker: bool = False,
+    engine: Engine | str | None = None,
+    rng: RngLike = None,
+) -> Release:
+    """PrivEMDLinear (Algorithm 1) of ``q_f``, the average over users of their mean ``query(x)``.
+
+    Parameters
+    ----------
+    query:
+        ``f`` on an ``(N, dim)`` point array (``points`` columns) or ``N`` item codes (``item`` column, public
+        ``domain``), ``lipschitz``-Lipschitz in ``norm`` w.r.t. the metric (e.g. :func:`distance_query`). It
+        must be picklable (it runs where the data are).
+    alpha, delta, samples, r, allow_weaker:
+        The request (:mod:`userdp.releases.request`): ``delta > 0`` selects the Gaussian variant; ``samples``
+        applies BoundedEMDReduction first.
+    model:
+        ``"local"`` (each user's noisy mean; users may hold different numbers of items) or ``"central"``
+        (bounded: every user holds the same public number of items, or ``samples`` makes them).
+    engine, rng:
+        As in :func:`userdp.releases.heatmap`.
+
+    Returns
+    -------
+    Release
+        ``value``: the estimate of ``q_f``; ``extras``: ``requested``, ``delivered``, the inner target, and
+        ``per_user`` (local model).
+    """
+    req = plan_request(alpha, delta, samples, r)
+    _check_linear(lipschitz, req.inner_alpha, norm, req.inner_delta or None)
+    mdl = Model(model)
+    eng = get_engine(engine)
+    data = eng.load(source, Columns(user, item, points), domain)
+    src = resolve_rng(rng)
+    if req.samples is not None:
+        data = eng.sample_keyed(data, req.samples, KeyedStreams.from_rng(src))
+    if mdl is Model.CENTRAL or req.samples is not None:
+        eng.user_sizes(data).equal()
+    per_user = eng.per_user_mean(data, query)
+    rel = linear_release(per_user, lipschitz, req.inner_alpha, mdl, norm, req.inner_delta or None, src)
+    g, fields = deliver(req, rel.guarantee, allow_weaker)
+    return Release(rel.value, g, rel.mechanism, {**rel.params, "engine": eng.name}, rel.error, {**rel.extras, **fields})
+
+
+def _randomized_counts(
+    source: Any,
+    space: ClusteredMetric,
+    domain: FiniteDomain,
+    alpha: float,
+    delta: float | None,
+    model: Model | str,
+    samples: int | None,
+    r: float,
+    allow_weaker: bool,
+    user: str,
+    item: str,
+    engine: Engine | str | None,
+    rng: RngLike,
+):
+    """The shared data path of PrivEMDItemWise and frequency estimation: the keyed GKRR randomization of every
+    item and the count histogram of the released multisets, with the delivered guarantee."""
+    req = plan_request(alpha, delta, samples, r)
+    mdl = Model(model)
+    if not isinstance(domain, FiniteDomain) or not domain.public:
+        raise DataError("this release needs the public item domain (FiniteDomain(labels))")
+    if len(domain) != space.size:
+        raise ParameterError(f"the domain has {len(domain)} items but the metric has {space.size}")
+    eng = get_engine(engine)
+    data = eng.load(source, Columns(user, item), domain)
+    src = resolve_rng(rng)
+    streams = KeyedStreams.from_rng(src)
+    if req.samples is not None:
+        data = eng.sample_keyed(data, req.samples, streams)
+    sizes = eng.user_sizes(data)
+    m = sizes.equal()
+    n = sizes.users if mdl is Model.CENTRAL else None
+    cal = calibrate(req.inner_alpha, req.inner_delta, m, n=n)
+    gk = GKRR(space, min(cal.alpha0, 40.0))
+    counts = eng.histogram_sum(eng.randomize_keyed(data, gk, streams), normalize=False)
+    a0, h_delta = gk.guarantee.alpha, cal.best.delta or None
+    inner, route = itemwise_guarantee(a0, m, req.inner_delta, n, metric=gk.guarantee.metric, inner_delta=h_delta)
+    g, fields = deliver(req, inner, allow_weaker)
+    params = {"alpha0": a0, "m": m, "model": mdl.value, "route": route, "h_delta": h_delta, "engine": eng.name}
+    return gk, counts, g, params, fields
+
+
+def itemwise(
+    source: Any,
+    space: ClusteredMetric,
+    domain: FiniteDomain,
+    alpha: float,
+    *,
+    user: str = "user",
+    item: str = "item",
+    delta: float | None = None,
+    model: Model | str = Model.LOCAL,
+    samples: int | None = None,
+    r: float = 0.05,
+    allow_weaker: bool = False,
+    engine: Engine | str | None = None,
+    rng: RngLike = None,
+) -> Release:
+    """PrivEMDItemWise (Algorithm 2) with GKRR on the clustered metric ``space`` over the public ``domain``.
+
+    Every user's items are randomized with the user's keyed stream; the value is the histogram of all released
+    items (normalized), which is the released multisets' content. ``alpha_0`` is the accountant's best
+    calibration for the inner target (local, or the shuffle model with ``model="central"``). Other parameters
+    as in :func:`linear`; every user must hold the same number of items unless ``samples`` is given.
+    """
+    gk, counts, g, params, fields = _randomized_counts(
+        source, space, domain, alpha, delta, model, samples, r, allow_weaker, user, item, engine, rng
+    )
+    hist = counts / counts.sum()
+    return Release(hist, g, "PrivEMDItemWise (Algorithm 2)", params, None, {"counts": counts, **fields})
+
+
+def frequency(
+    source: Any,
+    space: ClusteredMetric,
+    domain: FiniteDomain,
+    alpha: float,
+    *,
+    user: str = "user",
+    item: str = "item",
+    delta: float | None = None,
+    model: Model | str = Model.LOCAL,
+    samples: int | None = None,
+    r: float = 0.05,
+    allow_weaker: bool = False,
+    engine: Engine | str | None = None,
+    rng: RngLike = None,
+) -> Release:
+    """Frequency estimation (FreqEstLocal, Algorithm 4; central: Corollary 6.8) with GKRR: the unbiased
+    estimate ``H = v A^{-1}`` of the released histogram ``v``, projected onto the simplex. Parameters as in
+    :func:`itemwise`."""
+    gk, counts, g, params, fields = _randomized_counts(
+        source, space, domain, alpha, delta, model, samples, r, allow_weaker, user, item, engine, rng
+    )
+    H = gk.unbiased_estimate(counts / counts.sum())
+    central = Model(model) is Model.CENTRAL
+    name = f"FreqEst{' (central, Corollary 6.8)' if central else 'Local'} + GKRR (Algorithm 4)"
+    err = ErrorStatement("unbiased before projection; see Theorem 6.6 / Corollary 6.8 for the d_EM error bound")
+    return Release(project_simplex(H), g, name, params, err, {"unbiased": H, **fields})

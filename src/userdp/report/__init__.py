@@ -1,0 +1,1 @@
+"""Reports on top of the releases: ``userdp demo`` (:mod:`.demo`) and figures (:mod:`.plots`)."""

@@ -1,0 +1,102 @@
+"""The engine seam and the in-memory engine, and the exact shared steps every engine ends in."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from userdp.data import FiniteDomain, UserDataset, group_by_user
+from userdp.engines import ChunkedEngine, Columns, Engine, MemoryEngine, get_engine
+from userdp.engines.base import sum_by_size, user_means
+from userdp.errors import DataError, ParameterError
+
+
+def test_get_engine():
+    assert isinstance(get_engine(None), MemoryEngine) and isinstance(get_engine("memory"), MemoryEngine)
+    assert isinstance(get_engine("chunked"), ChunkedEngine)
+    eng = MemoryEngine()
+    assert get_engine(eng) is eng
+    with pytest.raises(ParameterError, match="memory, chunked, spark"):
+        get_engine("nope")
+
+
+def test_group_by_user_keeps_record_order():
+    off, order, keys = group_by_user(np.array([3, 1, 3, 2, 1]))
+    assert list(keys) == [1, 2, 3]
+    assert list(off) == [0, 2, 3, 5]
+    assert list(order) == [1, 4, 3, 0, 2]
+
+
+def test_histogram_sum_and_per_user_mean():
+    ds = UserDataset.from_lists([[0, 0, 1], [2]], domain=FiniteDomain([0, 1, 2]))
+    eng = MemoryEngine()
+    assert np.allclose(eng.histogram_sum(ds), [2 / 3, 1 / 3, 1])
+    assert np.allclose(eng.histogram_sum(ds, normalize=False), [2, 1, 1])
+    vals = np.array([[1.0, 0.0], [3.0, 0.0], [5.0, 1.0], [7.0, 2.0]])
+    assert np.allclose(eng.per_user_mean(ds, lambda codes: vals), [[3.0, 1 / 3], [7.0, 2.0]])
+    with pytest.raises(DataError, match="one value"):  # no count of the data in the message
+        eng.per_user_mean(ds, lambda codes: np.ones(3))
+    with pytest.raises(DataError, match="NaN"):
+        eng.per_user_mean(ds, lambda codes: np.full(4, np.nan))
+
+
+def test_sum_by_size_does_not_depend_on_the_split_or_the_order():
+    """The exact table: the same multiset of (bin, size, count) rows, however split and ordered, gives the
+    same floats bit for bit; and the value is sum count/size."""
+    rng = np.random.default_rng(3)
+    bins, sizes = rng.integers(0, 50, 20_000), rng.integers(1, 97, 20_000)
+    ref = sum_by_size(bins, sizes, np.ones(bins.size, np.int64), 50)
+    perm = rng.permutation(bins.size)
+    assert np.array_equal(sum_by_size(bins[perm], sizes[perm], np.ones(bins.size, np.int64), 50), ref)
+    # merged rows (integer counts) give the same floats as the rows one by one
+    key, counts = np.unique(np.stack([bins, sizes], 1), axis=0, return_counts=True)
+    assert np.array_equal(sum_by_size(key[:, 0], key[:, 1], counts, 50), ref)
+    assert np.allclose(ref, np.bincount(bins, weights=1.0 / sizes, minlength=50), rtol=1e-12)
+
+
+def test_user_means_do_not_depend_on_the_order_within_a_user():
+    rng = np.random.default_rng(4)
+    counts = rng.integers(1, 30, 200)
+    offsets = np.r_[0, np.cumsum(counts)]
+    v = rng.standard_normal((offsets[-1], 3)) * 10.0 ** rng.integers(-8, 8, (offsets[-1], 1))
+    ref = user_means(offsets, v)
+    shuffled = np.concatenate([rng.permutation(v[offsets[i] : offsets[i + 1]]) for i in range(200)])
+    assert np.array_equal(user_means(offsets, shuffled), ref)
+    one = np.array([user_means(np.array([0, c]), v[offsets[i] : offsets[i + 1]])[0] for i, c in enumerate(counts)])
+    assert np.array_equal(one, ref)  # one user at a time (Spark's groups) gives the same floats
+
+
+def test_memory_engine_loads_tables_and_datasets():
+    eng = MemoryEngine()
+    table = {"u": ["b", "a", "b"], "x": ["p", "q", "q"]}
+    ds = eng.load(table, Columns("u", "x"), FiniteDomain(["p", "q"]))
+    assert list(ds.user_ids) == ["a", "b"] and list(ds.counts()) == [1, 2]
+    assert eng.load(ds, Columns("u", "x")) is ds  # a dataset is used as it is
+    with pytest.raises(DataError, match="not found"):
+        eng.load(table, Columns("u", "nope"))
+    with pytest.raises(ParameterError, match="item column"):
+        eng.load(table, Columns("u"))
+    words = eng.load(
+        {"u": [1, 1, 2], "t": ["Hello world", "hello", "Ünïcode wörds!"]}, Columns("u", "t", tokenize=True)
+    )
+    e = eng.edges(words)
+    assert list(e.counts()) == [2, 2] and sorted(e.domain.labels) == ["hello", "world", "wörds", "ünïcode"]
+
+
+def test_custom_engine_plugs_in():
+    """An engine is anything implementing the interface; the releases call only the interface."""
+    from userdp import releases
+
+    class Recording(MemoryEngine):
+        calls: list[str] = []
+
+        def edges(self, data):
+            self.calls.append("edges")
+            return super().edges(data)
+
+    eng = Recording()
+    assert isinstance(eng, Engine)
+    ds = UserDataset.from_lists([[0, 0], [1]], domain=FiniteDomain([0, 1]))
+    assert list(ds.dedupe().counts()) == [1, 1]
+    releases.distinct(ds, 1.0, engine=eng, rng=1)
+    assert eng.calls == ["edges"]
