@@ -184,7 +184,7 @@ def test_dyadic_bernoulli_compares_all_bits():
 
     def run(M, E, words):
         st[:] = 0
-        return N._bern_dyadic(np.array(words, dtype=np.uint64), st, np.int64(M), np.int64(E))
+        return N.kernels._bern_dyadic(np.array(words, dtype=np.uint64), st, np.int64(M), np.int64(E))
 
     M, E = 5 * 2**50, 53  # 5/8: top three bits 101
     assert run(M, E, [(5 << 61) - 1])
@@ -219,7 +219,7 @@ def test_lattice_laplace_exact_audit_at_real_parameters(monkeypatch):
         cal = real(sens, eps, dim)
         return N.LaplaceCalibration(cal.epsilon, sens, dim, cal.granularity, math.ceil(sens / cal.granularity / eps))
 
-    monkeypatch.setattr(N, "calibrate_laplace", no_rounding_term)
+    monkeypatch.setattr(N, "calibrate_laplace", no_rounding_term)  # where the auditor reads it
     assert not A.audit_lattice_laplace(1.0, 1.0, 3).passed
 
 
@@ -239,9 +239,9 @@ def test_knorm_mechanism_follows_the_l1_law():
 def _small_l2_mechanism(monkeypatch) -> L2LatticeLaw:
     """Make the library calibrate a small l2 law (T about 12, s = 8, c = 1) so its end-to-end law can be
     enumerated; returns that law."""
-    monkeypatch.setattr(N, "_L2_BITS", 3)
-    monkeypatch.setattr(N, "_S_BITS", 3)
-    monkeypatch.setattr(N, "_SMOOTH", 1)
+    monkeypatch.setattr(N.knorm, "_L2_BITS", 3)
+    monkeypatch.setattr(N.knorm, "_S_BITS", 3)
+    monkeypatch.setattr(N.knorm, "_SMOOTH", 1)
     law = calibrate_knorm(1.0, 1.0, "l2", 2).law
     assert (law.s, law.c) == (8, 1) and 8 <= law.T <= 20
     return law
@@ -279,7 +279,7 @@ def test_knorm_mechanism_end_to_end_law(monkeypatch):
 def test_knorm_mechanism_nearest_rounding_is_caught(monkeypatch):
     """Broken variant: the library rounding to the nearest lattice point (as the old code did) releases
     around 1 instead of 0.5 -- the mean test of the end-to-end check fails."""
-    monkeypatch.setattr(N, "randomized_round", lambda x, rng=None: np.floor(np.asarray(x) + 0.5).astype(np.int64))
+    monkeypatch.setattr(N.knorm, "randomized_round", lambda x, rng=None: np.floor(np.asarray(x) + 0.5).astype(np.int64))
     y, _ = _mechanism_draws(monkeypatch, 0.5)
     assert abs(y[:, 0].mean() - 0.5) > 4 * y[:, 0].std() / math.sqrt(y.shape[0])
 
@@ -380,7 +380,7 @@ def test_gaussian_broken_accounting_is_caught(monkeypatch):
     def continuous(rho, eps):
         return N.gaussian_delta(cal.sigma, math.sqrt(2 * rho) * cal.sigma, eps)
 
-    monkeypatch.setattr(N, "zcdp_delta", continuous)
+    monkeypatch.setattr(N.mechanisms, "zcdp_delta", continuous)
     assert _lattice_gaussian_delta(cal.w, 1, 1e-9) > cal.delta_at(0.0, 1e-9)
     assert not A.audit_lattice_gaussian(3).passed
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -64,6 +66,10 @@ def test_user_means_do_not_depend_on_the_order_within_a_user():
     assert np.array_equal(user_means(offsets, shuffled), ref)
     one = np.array([user_means(np.array([0, c]), v[offsets[i] : offsets[i + 1]])[0] for i, c in enumerate(counts)])
     assert np.array_equal(one, ref)  # one user at a time (Spark's groups) gives the same floats
+    exact = [[math.fsum(v[offsets[i] : offsets[i + 1], j]) / c for j in range(3)] for i, c in enumerate(counts)]
+    assert np.array_equal(ref, np.array(exact))  # the correctly rounded sum, as math.fsum
+    hard = np.array([1e16, 1.0, -1e16, 1e-16, 3.0, -3.0])  # cancellation: a naive sum gives 0 or 2
+    assert user_means(np.array([0, 6]), hard)[0, 0] == math.fsum(hard) / 6
 
 
 def test_memory_engine_loads_tables_and_datasets():

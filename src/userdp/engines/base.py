@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from ..data import BoxDomain, FiniteDomain, UserDataset, group_by_user
 from ..errors import DataError, ParameterError
@@ -208,18 +209,65 @@ def sum_by_size(bins: np.ndarray, sizes: np.ndarray, counts: np.ndarray | None, 
     return out
 
 
+@njit(cache=True)
+def _fsum_segments(offsets: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The correctly rounded sum of every segment ``values[offsets[i]:offsets[i+1]]``: CPython's ``math.fsum``
+    (Shewchuk's exact partials, then one correctly rounded sum), so the result does not depend on the order
+    of a segment's values. Values must be finite."""
+    out = np.zeros(offsets.size - 1)
+    partials = np.empty(64)  # a double's exact partials never number more than about 40
+    for s in range(offsets.size - 1):
+        n = 0
+        for k in range(offsets[s], offsets[s + 1]):
+            x = values[k]
+            i = 0
+            for j in range(n):
+                y = partials[j]
+                if abs(x) < abs(y):
+                    x, y = y, x
+                hi = x + y
+                lo = y - (hi - x)
+                if lo != 0.0:
+                    partials[i] = lo
+                    i += 1
+                x = hi
+            partials[i] = x
+            n = i + 1
+        hi = 0.0
+        if n > 0:
+            n -= 1
+            hi = partials[n]
+            lo = 0.0
+            while n > 0:
+                x = hi
+                n -= 1
+                y = partials[n]
+                hi = x + y
+                yr = hi - x
+                lo = y - yr
+                if lo != 0.0:
+                    break
+            if n > 0 and ((lo < 0.0 and partials[n - 1] < 0.0) or (lo > 0.0 and partials[n - 1] > 0.0)):
+                y = lo * 2.0
+                x = hi + y
+                yr = x - hi
+                if y == yr:
+                    hi = x
+        out[s] = hi
+    return out
+
+
 def user_means(offsets: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Each user's mean of ``values`` (rows ``offsets[i]:offsets[i+1]``; every user holds at least one row).
-    Every column of a user is summed in increasing order, so the result does not depend on the order of the
-    user's rows."""
+    """Each user's mean of ``values`` (rows ``offsets[i]:offsets[i+1]``; every user holds at least one row):
+    the correctly rounded sum of every column (``math.fsum``), divided by the user's count, so the result does
+    not depend on the order of the user's rows (nor on the engine). Values must be finite."""
     v = np.asarray(values, dtype=np.float64)
     v2 = v[:, None] if v.ndim == 1 else v
-    counts = np.diff(offsets)
-    owner = np.repeat(np.arange(counts.size), counts)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    counts = np.diff(offsets).astype(np.float64)
     out = np.empty((counts.size, v2.shape[1]), dtype=np.float64)
     for j in range(v2.shape[1]):
-        col = v2[np.lexsort((v2[:, j], owner)), j]
-        out[:, j] = np.add.reduceat(col, offsets[:-1]) / counts
+        out[:, j] = _fsum_segments(offsets, np.ascontiguousarray(v2[:, j])) / counts
     return out
 
 

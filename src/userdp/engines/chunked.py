@@ -22,7 +22,6 @@ import pyarrow as pa
 
 from ..data import BoxDomain, FiniteDomain, UserDataset, to_arrow
 from ..errors import DataError, ParameterError
-from ..metrics.spaces import GridL1
 from ..noise import KeyedStreams
 from . import memory
 from .base import Columns, Engine, UserSizes, check_grid, count_table, decode_keys, edges_from_pairs, sum_by_size
@@ -242,32 +241,19 @@ class ChunkedEngine(Engine):
         return UserSizes(lo or 0, hi, n)
 
     def grid_sum(self, data: ChunkedTable, box: BoxDomain, side: int, drop_outside: bool = False) -> np.ndarray:
-        check_grid(box, side)
+        check_grid(box, side)  # also when no chunk comes
         rows = _Rows()
         for ds in data:
-            if not ds.is_points or ds.dim != 2:
-                raise DataError("heatmaps need 2-D point items (e.g. lat, lon)")
-            pts, users = ds.items, ds.user_index()
-            if drop_outside:
-                inside = box.contains(pts)
-                pts, users = pts[inside], users[inside]
-            elif not np.all(box.contains(pts)):
-                raise DataError(
-                    "some points lie outside the declared box; pass a larger public box or drop_outside=True"
-                )
-            size = np.bincount(users, minlength=ds.n_users)
-            rows.add(GridL1(side).cells_of(pts, box), size[users])
+            rows.add(*memory.grid_rows(ds, side, box, drop_outside))
         return rows.total(side * side).reshape(side, side)
 
     def histogram_sum(self, data: ChunkedTable, normalize: bool = True) -> np.ndarray:
-        dom = data.domain
-        if not isinstance(dom, FiniteDomain):
+        if not isinstance(data.domain, FiniteDomain):
             raise DataError("this release needs ids in a public finite domain; declare the domain")
         rows = _Rows()
         for ds in data:
-            size = ds.counts()
-            rows.add(ds.items, np.repeat(size, size) if normalize else np.ones(ds.n_items, np.int64))
-        return rows.total(len(dom))
+            rows.add(*memory.histogram_rows(ds, normalize))
+        return rows.total(len(data.domain))
 
     def per_user_mean(self, data: ChunkedTable, query: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         keys, means = [], []

@@ -20,7 +20,9 @@ from .base import Columns, Engine, UserSizes, check_grid, edges_from_pairs, sum_
 
 __all__ = [
     "MemoryEngine",
+    "grid_rows",
     "grid_sum",
+    "histogram_rows",
     "histogram_sum",
     "load_table",
     "per_user_mean",
@@ -63,15 +65,12 @@ def user_sizes(ds: UserDataset) -> UserSizes:
     return UserSizes(int(c.min()) if c.size else 0, int(c.max()) if c.size else 0, int(c.size))
 
 
-def grid_sum(ds: UserDataset, side: int, box: BoxDomain | None = None, drop_outside: bool = False) -> np.ndarray:
-    """``s = sum_i p_i``: each user's points, gridded to ``side x side`` cells of the public ``box``
-    (:class:`~userdp.metrics.GridL1`), as a distribution (mass 1 per user), summed over users
-    (:func:`~userdp.engines.base.sum_by_size`). Row index = first coordinate (e.g. latitude).
+def grid_rows(ds: UserDataset, side: int, box: BoxDomain | None = None, drop_outside: bool = False):
+    """The rows ``(cell, size of the point's user)`` of every point inside the public ``box`` on the
+    ``side x side`` grid (:class:`~userdp.metrics.GridL1`; row index = first coordinate, e.g. latitude).
 
     Points outside the box are an error unless ``drop_outside`` (then they are dropped and a user left with
-    no point contributes nothing; how many were dropped is data-dependent and is not reported). A user with
-    no points, and a dataset with no users, contribute nothing: the sum is then all zeros and the release
-    goes ahead (under add/remove-one-user neighbours an empty user changes nothing).
+    no point contributes nothing; how many were dropped is data-dependent and is not reported).
     """
     if not ds.is_points or ds.dim != 2:
         raise DataError("heatmaps need 2-D point items (e.g. lat, lon)")
@@ -83,19 +82,29 @@ def grid_sum(ds: UserDataset, side: int, box: BoxDomain | None = None, drop_outs
         pts, users = pts[inside], users[inside]
     elif not np.all(box.contains(pts)):
         raise DataError("some points lie outside the declared box; pass a larger public box or drop_outside=True")
-    cells = GridL1(side).cells_of(pts, box)
     size = np.bincount(users, minlength=ds.n_users)
-    return sum_by_size(cells, size[users], None, side * side).reshape(side, side)
+    return GridL1(side).cells_of(pts, box), size[users]
+
+
+def grid_sum(ds: UserDataset, side: int, box: BoxDomain | None = None, drop_outside: bool = False) -> np.ndarray:
+    """``s = sum_i p_i``: each user's points gridded (:func:`grid_rows`) as a distribution (mass 1 per user),
+    summed over users (:func:`~userdp.engines.base.sum_by_size`). A user with no points, and a dataset with
+    no users, contribute nothing: the sum is then all zeros and the release goes ahead (under
+    add/remove-one-user neighbours an empty user changes nothing)."""
+    cells, sizes = grid_rows(ds, side, box, drop_outside)
+    return sum_by_size(cells, sizes, None, side * side).reshape(side, side)
+
+
+def histogram_rows(ds: UserDataset, normalize: bool = True):
+    """The rows ``(item code, size of the item's user)`` (or size 1 for the count histogram)."""
+    size = ds.counts()
+    return ds.items, np.repeat(size, size) if normalize else np.ones(ds.n_items, np.int64)
 
 
 def histogram_sum(ds: UserDataset, normalize: bool = True) -> np.ndarray:
     """``sum_i K~_i`` (``normalize``; users with no items contribute nothing) or the count histogram of
     ``K_G`` over the dataset's finite domain."""
-    k = ds.domain_size
-    if not normalize:
-        return np.bincount(ds.items, minlength=k).astype(np.float64)
-    size = ds.counts()
-    return sum_by_size(ds.items, np.repeat(size, size), None, k)
+    return sum_by_size(*histogram_rows(ds, normalize), None, ds.domain_size)
 
 
 def per_user_mean(ds: UserDataset, query: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:

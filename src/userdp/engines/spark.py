@@ -28,11 +28,12 @@ import numpy as np
 
 from ..data import BoxDomain, FiniteDomain, UserDataset, to_arrow, tokenize
 from ..errors import DataError, UserDPError
-from ..metrics.spaces import GridL1
-from ..noise import KeyedStreams, keyed_randomize, keyed_sample_indices
-from .base import Columns, Engine, UserSizes, check_grid, edges_from_pairs, sum_by_size, user_means
+from ..noise import KeyedStreams
+from .base import Columns, Engine, UserSizes, check_grid, count_table, decode_keys, edges_from_pairs, sum_by_size
+from .memory import grid_rows, histogram_rows, load_table, per_user_mean, randomize_keyed, sample_keyed
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["SparkEngine", "SparkTable"]
@@ -58,11 +59,16 @@ def _codes(domain: FiniteDomain | None, values) -> np.ndarray:
     )
 
 
-def _items(pdf, columns: Columns, domain) -> np.ndarray:
-    """One user's (or one batch's) items as the in-memory engine holds them: codes or float points."""
-    if columns.item is not None:
-        return _codes(domain, pdf[columns.item].tolist())
-    return pdf[list(columns.points)].to_numpy(dtype=np.float64)
+def _as_rows(cols: Columns, domain: FiniteDomain | BoxDomain | None, ds: UserDataset):
+    """A dataset of whole users back as rows of the engine's columns (labels of the public domain, or points);
+    on the executors."""
+    import pandas as pd
+
+    users = np.repeat(ds.user_ids, ds.counts())
+    if cols.points:
+        return pd.DataFrame({cols.user: users, **{c: ds.items[:, j] for j, c in enumerate(cols.points)}})
+    labels = np.asarray([v.item() if hasattr(v, "item") else v for v in domain.labels], dtype=object)
+    return pd.DataFrame({cols.user: users, cols.item: labels[ds.items]})
 
 
 class SparkEngine(Engine):
@@ -157,6 +163,75 @@ class SparkEngine(Engine):
 
         return df.mapInPandas(split, schema)
 
+    # -- whole users on the executors ---------------------------------------------------------
+    def _by_users(self, data: SparkTable, fn: Callable[[UserDataset], pd.DataFrame], schema) -> DataFrame:
+        """``fn`` on the executors, over datasets of whole users (the in-memory data plane's functions run
+        there): the table is partitioned by user and sorted within partitions, so each partition's rows
+        arrive in runs of whole users; a user's rows cut by a batch boundary are carried to the next batch.
+        A refusal (``UserDPError``) becomes a row whose ``_err`` column holds its message."""
+        import pandas as pd
+        import pyarrow as pa
+
+        cols, dom = data.columns, data.domain
+        user = cols.user
+        memory_cols = Columns(user, cols.item, cols.points)  # text is already split into words
+
+        def run(batches):
+            carry = None
+            for pdf in batches:
+                if carry is not None and len(carry):
+                    pdf = pd.concat([carry, pdf], ignore_index=True)
+                if not len(pdf):
+                    continue
+                u = pdf[user].to_numpy()
+                other = np.flatnonzero(u != u[-1])
+                cut = int(other[-1]) + 1 if other.size else 0
+                carry = pdf.iloc[cut:]
+                if cut:
+                    yield _apply(pdf.iloc[:cut])
+            if carry is not None and len(carry):
+                yield _apply(carry)
+
+        reports_errors = "_err" in schema.fieldNames()
+
+        def _apply(pdf):
+            try:
+                return fn(load_table(pa.Table.from_pandas(pdf, preserve_index=False), memory_cols, dom))
+            except UserDPError as exc:
+                if not reports_errors:  # checked on the driver beforehand: a failure here fails the job
+                    raise
+                return pd.DataFrame({"_err": [str(exc)]}).reindex(columns=schema.fieldNames())
+
+        return data.df.repartition(user).sortWithinPartitions(user).mapInPandas(run, schema)
+
+    @staticmethod
+    def _raise_errors(rows: list) -> list:
+        errors = sorted({r["_err"] for r in rows if r["_err"] is not None})
+        if errors:
+            raise DataError(errors[0])
+        return rows
+
+    def _table(self, data: SparkTable, rows_of: Callable[[UserDataset], tuple], length: int) -> np.ndarray:
+        """``sum_by_size`` of the ``(bin, size)`` rows ``rows_of`` gives for every dataset of whole users: each
+        batch's exact count table on the executors, the tables added (integers) by Spark."""
+        import pandas as pd
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+        schema = StructType(
+            [StructField("_key", LongType()), StructField("_count", LongType()), StructField("_err", StringType())]
+        )
+
+        def table(ds: UserDataset) -> pd.DataFrame:
+            keys, counts = count_table(*rows_of(ds))
+            return pd.DataFrame({"_key": keys, "_count": counts, "_err": None})
+
+        part = self._by_users(data, table, schema)
+        rows = self._raise_errors(part.groupBy("_key", "_err").agg(F.sum("_count").alias("_count")).collect())
+        keys = np.array([r["_key"] for r in rows], dtype=np.int64)
+        b, n = decode_keys(keys)
+        return sum_by_size(b, n, np.array([r["_count"] for r in rows], dtype=np.int64), length)
+
     # -- aggregates ---------------------------------------------------------------------------
     def user_sizes(self, data: SparkTable) -> UserSizes:
         from pyspark.sql import functions as F
@@ -169,78 +244,42 @@ class SparkEngine(Engine):
         )
         return UserSizes(int(c["lo"] or 0), int(c["hi"] or 0), int(c["n"]))
 
-    def _size_table(self, df: DataFrame, user: str, length: int) -> np.ndarray:
-        """``sum_by_size`` of the rows of ``df`` (``user``, ``_bin``, kept rows only), exact on the executors."""
-        sizes = df.groupBy(user).count().withColumnRenamed("count", "_n")
-        rows = df.join(sizes, on=user).groupBy("_bin", "_n").count().collect()
-        b = np.array([r["_bin"] for r in rows], dtype=np.int64)
-        n = np.array([r["_n"] for r in rows], dtype=np.int64)
-        c = np.array([r["count"] for r in rows], dtype=np.int64)
-        return sum_by_size(b, n, c, length)
-
     def grid_sum(self, data: SparkTable, box: BoxDomain, side: int, drop_outside: bool = False) -> np.ndarray:
-        from pyspark.sql import functions as F
-        from pyspark.sql.types import LongType, StructField, StructType
-
         check_grid(box, side)
-        cols = data.columns
-        if len(cols.points) != 2:
+        if len(data.columns.points) != 2:
             raise DataError("heatmaps need 2-D point items (e.g. lat, lon)")
-        user, grid = cols.user, GridL1(int(side))
-        schema = StructType([StructField(user, data.df.schema[user].dataType), StructField("_bin", LongType())])
+        grid = self._table(data, lambda ds: grid_rows(ds, side, box, drop_outside), side * side)
+        return grid.reshape(side, side)
 
-        def cells(batches):
-            for pdf in batches:
-                pts = pdf[list(cols.points)].to_numpy(dtype=np.float64)
-                inside = box.contains(pts)
-                out = np.full(len(pdf), -1, dtype=np.int64)
-                out[inside] = grid.cells_of(pts[inside], box)
-                yield pdf[[user]].assign(_bin=out)
-
-        binned = data.df.mapInPandas(cells, schema)
-        if drop_outside:
-            binned = binned.filter(F.col("_bin") >= 0)
-        elif binned.filter(F.col("_bin") < 0).limit(1).count():
-            raise DataError("some points lie outside the declared box; pass a larger public box or drop_outside=True")
-        return self._size_table(binned, user, side * side).reshape(side, side)
-
-    def _coded(self, data: SparkTable) -> DataFrame:
-        """``user, _bin`` with ``_bin`` the item's code in the public domain (refused if an item is outside it)."""
+    def _coded(self, data: SparkTable) -> None:
+        """Refuse, on the driver, items outside the public domain (the executors then code every item)."""
         from pyspark.sql import functions as F
-        from pyspark.sql.types import LongType, StructField, StructType
+        from pyspark.sql.types import BooleanType, StructField, StructType
 
         dom, cols = data.domain, data.columns
         if not isinstance(dom, FiniteDomain) or not dom.public or cols.item is None:
             raise DataError("this release needs ids in a public finite domain; declare the domain")
-        user, item = cols.user, cols.item
-        schema = StructType([StructField(user, data.df.schema[user].dataType), StructField("_bin", LongType())])
+        item = cols.item
+        schema = StructType([StructField("_out", BooleanType())])
 
-        def code(batches):
+        def outside(batches):
+            import pandas as pd
+
             for pdf in batches:
-                yield pdf[[user]].assign(_bin=_codes(dom, pdf[item].tolist()))
+                yield pd.DataFrame({"_out": [bool((_codes(dom, pdf[item].tolist()) < 0).any())]})
 
-        coded = data.df.mapInPandas(code, schema)
-        if coded.filter(F.col("_bin") < 0).limit(1).count():
+        if data.df.select(item).mapInPandas(outside, schema).filter(F.col("_out")).limit(1).count():
             raise DataError("some item values are not in the declared domain")
-        return coded
 
     def histogram_sum(self, data: SparkTable, normalize: bool = True) -> np.ndarray:
-        coded = self._coded(data)
-        k = len(data.domain)
-        if normalize:
-            return self._size_table(coded, data.columns.user, k)
-        rows = coded.groupBy("_bin").count().collect()
-        out = np.zeros(k)
-        for r in rows:
-            out[r["_bin"]] = r["count"]
-        return out
+        self._coded(data)
+        return self._table(data, lambda ds: histogram_rows(ds, normalize), len(data.domain))
 
     def per_user_mean(self, data: SparkTable, query: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         import pandas as pd
         from pyspark.sql.types import ArrayType, DoubleType, StringType, StructField, StructType
 
-        cols, dom = data.columns, data.domain
-        user = cols.user
+        user = data.columns.user
         schema = StructType(
             [
                 StructField(user, data.df.schema[user].dataType),
@@ -249,25 +288,16 @@ class SparkEngine(Engine):
             ]
         )
 
-        def mean(pdf: pd.DataFrame) -> pd.DataFrame:
-            try:  # a refusal of the query (e.g. a point outside the public domain) travels back as its message
-                v = np.asarray(query(_items(pdf, cols, dom)), dtype=np.float64)
-                m, err = user_means(np.array([0, len(pdf)]), v)[0].tolist(), None
-            except UserDPError as exc:
-                m, err = [], str(exc)
-            return pd.DataFrame({user: [pdf[user].iloc[0]], "_m": [m], "_err": [err]})
+        def means(ds: UserDataset) -> pd.DataFrame:
+            m = per_user_mean(ds, query)
+            return pd.DataFrame({user: ds.user_ids, "_m": list(m), "_err": None})
 
-        rows = data.df.groupBy(user).applyInPandas(mean, schema).collect()
-        errors = sorted({r["_err"] for r in rows if r["_err"] is not None})
-        if errors:
-            raise DataError(errors[0])
+        rows = self._raise_errors(self._by_users(data, means, schema).collect())
         if not rows:
             raise DataError("this release needs at least one user (the number of users is public for it)")
         keys = np.asarray([r[user] for r in rows])
-        means = np.array([r["_m"] for r in rows], dtype=np.float64)
-        if not np.all(np.isfinite(means)):
-            raise DataError("the query's values contain NaN or inf")
-        return means[np.argsort(keys, kind="stable")]
+        means_ = np.array([r["_m"] for r in rows], dtype=np.float64)
+        return means_[np.argsort(keys, kind="stable")]
 
     def edges(self, data: SparkTable) -> UserDataset:
         cols = data.columns
@@ -297,41 +327,20 @@ class SparkEngine(Engine):
             )
 
     def sample_keyed(self, data: SparkTable, s: int, streams: KeyedStreams) -> SparkTable:
-        import pandas as pd
-
         if isinstance(s, bool) or int(s) != s or s < 1:
             raise DataError(f"the per-user sample size must be at least 1, got {s}")
         self._check_keyable(data.df, data.columns.user)
         if data.columns.item is not None:
             self._coded(data)  # the canonical order is the codes' order: every item must have one
-        cols, dom, s = data.columns, data.domain, int(s)
-
-        def per_user(pdf: pd.DataFrame) -> pd.DataFrame:
-            items = _items(pdf, cols, dom)
-            order = np.lexsort(items.T[::-1]) if items.ndim == 2 else np.argsort(items, kind="stable")
-            pick = order[keyed_sample_indices(streams, pdf[cols.user].iloc[0], len(pdf), s)]
-            return pdf.iloc[pick].reset_index(drop=True)
-
-        df = data.df.groupBy(cols.user).applyInPandas(per_user, data.df.schema)
-        return SparkTable(df, cols, dom)
+        s, cols, dom = int(s), data.columns, data.domain
+        df = self._by_users(data, lambda ds: _as_rows(cols, dom, sample_keyed(ds, s, streams)), data.df.schema)
+        return SparkTable(df, data.columns, data.domain)
 
     def randomize_keyed(self, data: SparkTable, randomizer: Any, streams: KeyedStreams) -> SparkTable:
-        import pandas as pd
-        from pyspark.sql.types import StructField, StructType
-
-        cols, dom = data.columns, data.domain
-        self._check_keyable(data.df, cols.user)
+        self._check_keyable(data.df, data.columns.user)
         self._coded(data)
-        labels = [v.item() if hasattr(v, "item") else v for v in dom.labels]
-        user, item = cols.user, cols.item
-        schema = StructType(
-            [StructField(user, data.df.schema[user].dataType), StructField(item, data.df.schema[item].dataType)]
+        cols, dom = data.columns, data.domain
+        df = self._by_users(
+            data, lambda ds: _as_rows(cols, dom, randomize_keyed(ds, randomizer, streams)), data.df.schema
         )
-
-        def per_user(pdf: pd.DataFrame) -> pd.DataFrame:
-            key = pdf[user].iloc[0]
-            out = keyed_randomize(streams, key, _items(pdf, cols, dom), randomizer)
-            return pd.DataFrame({user: [key] * len(out), item: [labels[j] for j in out]})
-
-        df = data.df.groupBy(user).applyInPandas(per_user, schema)
-        return SparkTable(df, cols, dom)
+        return SparkTable(df, data.columns, data.domain)

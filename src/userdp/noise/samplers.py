@@ -1,0 +1,91 @@
+"""Exact integer noise: discrete Laplace, discrete Gaussian, and the exact randomized rounding of a float."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import DataError, ParameterError
+from .kernels import _dgauss_batch, _dgauss_sq_batch, _dlap_batch, _dyadic_batch
+from .sources import RngLike, resolve_rng
+
+# --------------------------------------------------------------------------------------------
+# Exact integer noise
+# --------------------------------------------------------------------------------------------
+
+_DLAP_WORDS = 16  # measured mean: 9.2 words per sample for t = 2**40, 10 for t = 3
+_DGAUSS_WORDS = 28  # measured mean: 18 words per sample for sigma**2 = 2**25
+_DGAUSS_SQ_WORDS = 40
+_GAUSS_SQ_MAX = 1 << 56
+
+
+def _shape(size: int | tuple[int, ...]) -> tuple[int, ...]:
+    return (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
+
+
+def discrete_laplace(t: int, size: int | tuple[int, ...], rng: RngLike = None) -> np.ndarray:
+    """Exact samples of the discrete Laplace distribution ``P(x) ∝ exp(-|x| / t)`` on the integers.
+
+    Parameters
+    ----------
+    t:
+        Integer scale ``t >= 1`` (at most ``2**52``).
+    """
+    t = int(t)
+    if not 1 <= t <= 2**52:
+        raise ParameterError(f"discrete Laplace scale must be an integer in [1, 2**52], got {t}")
+    src = resolve_rng(rng)
+    out = np.empty(_shape(size), dtype=np.int64)
+    src._fill(_dlap_batch, out.reshape(-1), _DLAP_WORDS, np.int64(t))
+    return out
+
+
+def _dgauss_params(S: int) -> tuple[int, int]:
+    t = math.isqrt(S) + 1
+    ymax = ((1 << 31) + S) // t - 1
+    return t, ymax
+
+
+def discrete_gaussian(sigma2: int, size: int | tuple[int, ...], rng: RngLike = None) -> np.ndarray:
+    """Exact samples of the discrete Gaussian ``P(x) ∝ exp(-x^2 / (2 sigma2))`` on the integers.
+
+    ``sigma2`` is an integer in ``[1, 2**28]``, or a perfect square ``w^2`` with ``w <= 2**56`` (the
+    lattice Gaussian mechanism uses ``w`` between ``2**54`` and ``2**55``). Both are conditioned on
+    ``|x| <= 32 sigma`` (probability ``1 - exp(-480)`` and more).
+    """
+    S = int(sigma2)
+    src = resolve_rng(rng)
+    out = np.empty(_shape(size), dtype=np.int64)
+    w = math.isqrt(S) if S > 0 else 0
+    if 1 <= S and w * w == S and w <= _GAUSS_SQ_MAX:
+        src._fill(_dgauss_sq_batch, out.reshape(-1), _DGAUSS_SQ_WORDS, np.int64(w))
+        return out
+    if not 1 <= S <= 2**28:
+        raise ParameterError(
+            f"discrete Gaussian variance must be an integer in [1, 2**28] or a square w^2 with w <= 2**56, got {S}"
+        )
+    t, ymax = _dgauss_params(S)
+    src._fill(_dgauss_batch, out.reshape(-1), _DGAUSS_WORDS, np.int64(S), np.int64(t), np.int64(ymax))
+    return out
+
+
+def randomized_round(x: np.ndarray, rng: RngLike = None) -> np.ndarray:
+    """``floor(x) + Bernoulli(x - floor(x))`` elementwise, exactly (``int64``).
+
+    The fractional part of a float is an exact dyadic rational ``M / 2**E``; its Bernoulli is decided by
+    comparing the first ``E`` bits of a uniform number with ``M``, so ``P(round up) = frac(x)`` exactly and
+    ``E[result] = x``. Used on ``values / g`` (``g`` a power of two, so the division is exact) by the
+    metric-DP mechanisms. ``|x|`` must be below ``2**62``.
+    """
+    v = np.asarray(x, dtype=np.float64)
+    if v.size and not np.all(np.abs(v) < 2.0**62):
+        raise DataError("values are too large for the lattice of this release (|value / granularity| >= 2^62)")
+    fl = np.floor(v)
+    frac = (v - fl).reshape(-1)  # exact: v and floor(v) share their binary exponent range
+    m, e = np.frexp(frac)
+    M = np.ascontiguousarray((m * 2.0**53).astype(np.int64))
+    E = np.ascontiguousarray((53 - e).astype(np.int64))
+    up = np.empty(frac.shape, dtype=np.int64)
+    resolve_rng(rng)._fill(_dyadic_batch, up, 4, M, E)
+    return fl.astype(np.int64) + up.reshape(v.shape)

@@ -1,0 +1,63 @@
+"""``--engine memory|chunked`` on every release command: the same seed gives the same output (Spark's
+``--engine spark`` is compared in tests/engines/test_spark_engine.py and tests/releases/)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests import cli_argv
+from userdp.cli import main
+
+
+@pytest.fixture
+def files(tmp_path):
+    rng = np.random.default_rng(5)
+    labels = [f"{b}{c}" for b in "ABC" for c in range(4)]
+    (tmp_path / "domain.csv").write_text("item,cluster\n" + "".join(f"{x},{x[0]}\n" for x in labels))
+    rows = ["user,item,lat,lon,text"]
+    for u in range(120):  # grouped by user, as the chunked engine reads runs of whole users
+        for _ in range(8):
+            words = " ".join(rng.choice(["red", "fox", "Jumps", "over", "dogs"], 3))
+            lat, lon = 40.7 + 0.05 * rng.random(), -74.0 + 0.05 * rng.random()
+            rows.append(f"u{u:03d},{labels[rng.integers(0, 12)]},{lat:.5f},{lon:.5f},{words}")
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    return tmp_path
+
+
+def _commands(files):
+    data, domain = files / "data.csv", files / "domain.csv"
+    seeded = ["--json", "--seed", "4"]
+    return {
+        "heatmap": cli_argv.heatmap(data, "--bbox", cli_argv.BBOX, "--resolution", "32", "--epsilon", "1", *seeded),
+        "distinct": cli_argv.distinct(data, "user", "text", "--tokenize", "--epsilon", "1", *seeded),
+        "linear": cli_argv.greatcircle(
+            data, "--alpha", "20", "--model", "central", "--samples", "4", "--delta", "1e-6", *seeded
+        ),
+        "itemwise": cli_argv.clustered("itemwise", data, domain, "--alpha", "8", "--model", "central", *seeded),
+        "freq": cli_argv.clustered("freq", data, domain, "--alpha", "30", *seeded),
+    }
+
+
+@pytest.mark.parametrize("command", ["heatmap", "distinct", "linear", "itemwise", "freq"])
+def test_chunked_engine_gives_the_memory_release(command, files, capsys, tmp_path):
+    argv = _commands(files)[command]
+    outs = []
+    for engine in ("memory", "chunked"):
+        extra = ["--out", str(tmp_path / f"{engine}.png")] if command == "heatmap" else []
+        assert main([*argv, *extra, "--engine", engine]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out.pop("engine") == engine
+        if command == "heatmap":
+            out["grid"] = np.load(out.pop("grid")).tolist()
+            out.pop("image")
+        outs.append(out)
+    assert outs[0] == outs[1]
+
+
+def test_unknown_engine_is_refused_by_the_parser(files, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([*_commands(files)["freq"], "--engine", "local"])
+    assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
