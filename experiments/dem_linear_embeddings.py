@@ -23,9 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from userdp import releases
 from userdp.data import FiniteDomain, UserDataset
 from userdp.datasets import imdb_reviews
-from userdp.dem import embedding_lipschitz, linear_baseline, priv_emd_linear
+from userdp.dem import embedding_lipschitz, linear_baseline
 from userdp.noise import RandomSource
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -87,7 +88,9 @@ def main() -> None:
                     for ratio in (1, 10):
                         alpha = ratio * eps
                         for variant, delta in (("K-norm", None), ("Gaussian", 1e-6)):
-                            r = priv_emd_linear(ds, ell, alpha, f_values=fvals, model=model, delta=delta, rng=src)
+                            r = releases.linear(
+                                ds, fvals.__getitem__, ell, alpha, model=model, delta=delta, rng=src
+                            )
                             rows.append(
                                 dict(
                                     method=f"PrivEMDLinear {variant}",

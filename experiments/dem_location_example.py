@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from userdp import datasets as D
-from userdp.dem import priv_emd_linear
+from userdp import releases
 from userdp.metrics import EARTH_RADIUS_KM, haversine_km
 from userdp.noise import RandomSource, knorm_mechanism
 
@@ -41,7 +41,7 @@ def main(n: int = 100_000, m: int = 1_000, alpha: float = 25.0, reps: int = 400)
         return haversine_km(x[:, 0], x[:, 1], *TIMES_SQUARE) / DIAMETER_KM  # 1-Lipschitz
 
     # one full release through the library (checks the guarantee and the code path) ...
-    rel = priv_emd_linear(pop, 1.0, alpha, f_points=f, model="local", rng=src)
+    rel = releases.linear(pop, f, 1.0, alpha, model="local", rng=src)
     per_user = np.add.reduceat(f(pop.items), pop.offsets[:-1]) / m
     truth = per_user.mean()
     # ... then repetitions of the same noise (the per-user values do not change between repetitions)

@@ -35,7 +35,16 @@ import scipy.sparse as sp
 from .errors import DataError
 from .noise import RngLike, resolve_rng
 
-__all__ = ["FiniteDomain", "BoxDomain", "UserDataset", "read_table", "to_arrow", "group_by_user", "tokenize"]
+__all__ = [
+    "FiniteDomain",
+    "BoxDomain",
+    "UserDataset",
+    "read_table",
+    "table_of",
+    "to_arrow",
+    "group_by_user",
+    "tokenize",
+]
 
 _TOKEN = re.compile(r"\w+")
 
@@ -244,6 +253,18 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None, format: s
     except (pa.ArrowException, OSError, EOFError) as exc:
         # the parser's own message can quote rows of the file: only its kind is reported
         raise DataError(f"could not read {path.name} as {fmt} ({type(exc).__name__})") from None
+    if columns is not None:
+        _require_columns(table, columns)
+        table = table.select(list(columns))
+    return table
+
+
+def table_of(source: Any, columns: Sequence[str] | None = None) -> pa.Table:
+    """An Arrow table from a path (:func:`read_table`) or from anything :func:`to_arrow` takes, with the named
+    ``columns`` (a :class:`DataError` naming the table's columns if one is missing)."""
+    if isinstance(source, (str, Path)):
+        return read_table(source, columns=columns)
+    table = to_arrow(source)
     if columns is not None:
         _require_columns(table, columns)
         table = table.select(list(columns))

@@ -7,12 +7,11 @@ the mechanisms' convenience entry points (which take a ``UserDataset``) call the
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..data import BoxDomain, FiniteDomain, UserDataset, read_table, to_arrow, tokenize
+from ..data import BoxDomain, FiniteDomain, UserDataset, table_of, to_arrow, tokenize
 from ..errors import DataError
 from ..metrics.spaces import GridL1
 from ..noise import KeyedStreams, keyed_randomize, keyed_sample_indices
@@ -158,9 +157,7 @@ class MemoryEngine(Engine):
     def load(self, source: Any, columns: Columns, domain: FiniteDomain | BoxDomain | None = None) -> UserDataset:
         if isinstance(source, UserDataset):
             return source
-        if isinstance(source, (str, Path)):
-            source = read_table(source, columns=columns.names)
-        return load_table(source, columns, domain)
+        return load_table(table_of(source, columns.names), columns, domain)
 
     def user_sizes(self, data: UserDataset) -> UserSizes:
         return user_sizes(data)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data import FiniteDomain, read_table, to_arrow
+from ..data import FiniteDomain, table_of
 from ..dem import GKRR, itemwise_guarantee, linear_release, project_simplex
 from ..dem.linear import _check_linear
 from ..engines import Columns, Engine, get_engine
@@ -77,11 +77,7 @@ def clustered_domain_from_table(source: Any, r: float) -> tuple[ClusteredMetric,
     """A public domain table (a path or a table) with columns ``item, cluster``; every cluster must have the
     same size. Item codes are ``cluster_index * t + position`` in table order. Returns the metric, the domain
     and the cluster labels."""
-    t = (
-        read_table(source, columns=["item", "cluster"])
-        if isinstance(source, str) or hasattr(source, "suffix")
-        else to_arrow(source)
-    )
+    t = table_of(source, ["item", "cluster"])
     items = [str(x) for x in t.column("item").to_pylist()]
     clusters = [str(x) for x in t.column("cluster").to_pylist()]
     order: dict[str, list[str]] = {}
