@@ -46,3 +46,48 @@ def test_heatmap_json(points, tmp_path, capsys, algorithm):
 def test_heatmap_refusals(points, tmp_path, capsys, extra, msg):
     assert main(cli_argv.heatmap(points, "--epsilon", "1", "--out", str(tmp_path / "x.png"), *extra)) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_unwritable_output_spends_no_budget_and_a_refused_charge_writes_nothing(points, tmp_path, capsys):
+    """--out into a folder that does not exist: exit 2 before the ledger is charged (the files are written under
+    temporary names first). A release the ledger refuses leaves no file, temporary or final."""
+    ledger = tmp_path / "budget.json"
+    assert main(["ledger", "init", str(ledger), "--budget", "add-remove:1.5"]) == 0
+    before = ledger.read_text()
+    argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "32", "--epsilon", "1")
+    assert main([*argv, "--out", str(tmp_path / "nowhere" / "h.png"), "--ledger", str(ledger)]) == 2
+    assert "nothing was released or charged" in capsys.readouterr().err
+    assert ledger.read_text() == before
+    out = tmp_path / "maps"
+    out.mkdir()
+    assert main([*argv, "--out", str(out / "a.png"), "--ledger", str(ledger)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["a.npy", "a.png"]
+    capsys.readouterr()
+    assert main([*argv, "--out", str(out / "b.png"), "--ledger", str(ledger)]) == 2  # 1 + 1 > 1.5
+    assert "over the budget" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["a.npy", "a.png"]
+
+
+def test_resolution_is_capped_before_any_data_is_read(tmp_path, capsys):
+    argv = cli_argv.heatmap(tmp_path / "missing.csv", "--bbox", cli_argv.BBOX, "--epsilon", "1")
+    assert main([*argv, "--resolution", "65536"]) == 2
+    assert "largest supported, 8192" in capsys.readouterr().err  # not "no such file": the data is never read
+
+
+def test_readme_heatmap_command_runs_on_the_bundled_data(tmp_path, capsys, monkeypatch):
+    """The `userdp heatmap checkins.csv ...` command README.md shows runs as written on the bundled check-ins."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    import pyarrow.csv as pcsv
+
+    from userdp.datasets import foursquare_nyc
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    command = re.search(r"^userdp heatmap checkins\.csv .*?--json$", readme, re.M | re.S).group(0)
+    monkeypatch.chdir(tmp_path)
+    pcsv.write_csv(foursquare_nyc().to_arrow(), "checkins.csv")
+    assert main(shlex.split(command.replace("\\\n", " "))[1:]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["resolution"] == 256 and np.load(out["grid"]).sum() == pytest.approx(1.0)

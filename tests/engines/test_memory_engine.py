@@ -22,6 +22,14 @@ def test_get_engine():
         get_engine("nope")
 
 
+def test_spark_engine_without_pyspark_says_how_to_install_it(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark now raises ImportError
+    with pytest.raises(ParameterError, match=r'pip install "userdp\[spark\]".*Java'):
+        get_engine("spark")
+
+
 def test_group_by_user_keeps_record_order():
     off, order, keys = group_by_user(np.array([3, 1, 3, 2, 1]))
     assert list(keys) == [1, 2, 3]

@@ -5,6 +5,7 @@ points or the true heatmap."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import numpy as np
@@ -39,12 +40,26 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         engine=args.engine,
         rng=args.seed,
     )
-    charge(args, rel)  # before any file is written
     sigma = args.sigma if args.sigma is not None else args.resolution / 128
     out = Path(args.out)
     grid_path = out.with_suffix(".npy")
-    np.save(grid_path, rel.value)
-    render({f"{rel.mechanism}\neps = {args.epsilon:g}": gaussian_heatmap(rel.value, sigma)}, out, box)
+    # write both files under temporary names first, charge, then move them into place: a run that cannot
+    # write spends no budget, and a refused charge leaves no file
+    staged = [(grid_path, grid_path.with_name(f".{grid_path.stem}.userdp-tmp.npy"))]
+    staged.append((out, out.with_name(f".{out.stem}.userdp-tmp{out.suffix}")))
+    try:
+        try:
+            np.save(staged[0][1], rel.value)
+            render({f"{rel.mechanism}\neps = {args.epsilon:g}": gaussian_heatmap(rel.value, sigma)}, staged[1][1], box)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise ParameterError(f"cannot write {out} ({reason}); nothing was released or charged") from None
+        charge(args, rel)
+        for final, tmp in staged:
+            os.replace(tmp, final)
+    finally:
+        for _, tmp in staged:
+            tmp.unlink(missing_ok=True)
     result = {
         "epsilon": args.epsilon,
         "algorithm": args.algorithm,

@@ -28,6 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserDPError as exc:  # the command line reports every refusal without a traceback
         print(f"userdp: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("userdp: error: out of memory; use a smaller resolution or --engine chunked", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

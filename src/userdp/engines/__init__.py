@@ -31,6 +31,12 @@ def get_engine(engine: Engine | str | None = None) -> Engine:
     if engine == "chunked":
         return ChunkedEngine()
     if engine == "spark":
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            raise ParameterError(
+                'the Spark engine needs pyspark: pip install "userdp[spark]" (and a Java runtime)'
+            ) from None
         from .spark import SparkEngine
 
         return SparkEngine()

@@ -156,12 +156,21 @@ class Engine(ABC):
 # --------------------------------------------------------------------------------------------
 
 
+MAX_SIDE = 1 << 13  # 8192 x 8192 cells: one grid of floats is 512 MB, and a release holds several
+
+
 def check_grid(box: BoxDomain, side: int) -> None:
-    """Refuse a box that is not 2-D and a side that is not a power of two (public parameters)."""
+    """Refuse a box that is not 2-D and a side that is not a power of two up to :data:`MAX_SIDE` (public
+    parameters), before any data is read."""
     if not isinstance(box, BoxDomain) or box.dim != 2:
         raise DataError("heatmaps need a 2-D public box (a BoxDomain of lat, lon)")
     if isinstance(side, bool) or int(side) != side or side < 1 or (int(side) & (int(side) - 1)):
         raise ParameterError(f"the resolution must be a power of two, got {side}")
+    if side > MAX_SIDE:
+        raise ParameterError(
+            f"the resolution {side} is above the largest supported, {MAX_SIDE} cells a side (one {MAX_SIDE} x "
+            f"{MAX_SIDE} grid of floats takes 512 MB, and a release holds several)"
+        )
 
 
 _SIZE_BITS = 31  # a (bin, size) row is the key bin * 2^31 + size: sizes below 2^31, bins below 2^32

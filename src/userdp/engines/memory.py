@@ -80,7 +80,10 @@ def grid_rows(ds: UserDataset, side: int, box: BoxDomain | None = None, drop_out
         inside = box.contains(pts)
         pts, users = pts[inside], users[inside]
     elif not np.all(box.contains(pts)):
-        raise DataError("some points lie outside the declared box; pass a larger public box or drop_outside=True")
+        raise DataError(
+            "some points lie outside the declared box; pass a larger public box, or drop them with "
+            "drop_outside=True (--drop-outside on the command line)"
+        )
     size = np.bincount(users, minlength=ds.n_users)
     return GridL1(side).cells_of(pts, box), size[users]
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..data import BoxDomain
 from ..engines import Columns, Engine, get_engine
+from ..engines.base import check_grid
 from ..errors import ParameterError
 from ..heatmaps import dense_emd_agg, dp_sparse_emd_agg, laplace_heatmap
 from ..noise import RngLike, resolve_rng
@@ -64,6 +65,7 @@ def heatmap(
     """
     if algorithm not in ALGORITHMS:
         raise ParameterError(f"unknown heatmap algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}")
+    check_grid(box, side)  # public parameters first: nothing is read for a release that cannot be made
     eng = get_engine(engine)
     data = eng.load(source, Columns(user, points=(lat, lon)))
     s = eng.grid_sum(data, box, side, drop_outside)
