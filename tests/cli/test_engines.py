@@ -61,3 +61,12 @@ def test_unknown_engine_is_refused_by_the_parser(files, capsys):
     with pytest.raises(SystemExit) as exc:
         main([*_commands(files)["freq"], "--engine", "local"])
     assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["heatmap", "distinct", "linear", "itemwise", "freq"])
+def test_seed_warning_goes_to_stderr_on_every_command(command, files, capsys, tmp_path):
+    extra = ["--out", str(tmp_path / "h.png")] if command == "heatmap" else []
+    assert main([*_commands(files)[command], *extra]) == 0
+    captured = capsys.readouterr()
+    assert "seeded noise" in captured.err  # the person at the terminal sees it
+    assert json.loads(captured.out)["warning"].startswith("seeded noise")  # and so does whoever reads the JSON

@@ -33,7 +33,7 @@ def cmd_distinct(args: argparse.Namespace) -> int:
         "guarantee": rel.guarantee.describe(),
         "confidence": rel.error.description,
     }
-    warn_seed(args)
+    warn_seed(args, out)
     report(args, "person-level DP distinct count (Knop & Steinke, Algorithm 1)", out)
     return 0
 

@@ -201,8 +201,8 @@ def run_demo(out: str | Path = "userdp-demo", seed: int | None = None, console=N
     con = console or Console()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if seed is not None:
-        con.print(
+    if seed is not None:  # on standard error, as every command prints it
+        Console(stderr=True).print(
             "[bold yellow]warning:[/] --seed makes the noise reproducible; seeded noise is for "
             "demonstrations only and gives no privacy."
         )
