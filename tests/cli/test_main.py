@@ -126,3 +126,19 @@ def test_distinct_empty(tmp_path, capsys):
     path.write_text("reviewer,text\n")
     assert main(cli_argv.distinct(path, "reviewer", "text", "--epsilon", "1") + ["--json"]) == 0
     assert json.loads(capsys.readouterr().out)["epsilon"] == 1.0
+
+
+def test_every_option_has_help_and_every_release_command_an_example():
+    import argparse
+
+    from userdp.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sub.choices.items():
+        for action in parser._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, f"userdp {name} {action.option_strings[0]} has no help"
+        if name in ("heatmap", "distinct", "linear", "itemwise", "freq", "audit"):
+            assert "example:" in parser.format_help() and f"userdp {name} " in parser.epilog
+    help_text = sub.choices["distinct"].format_help()
+    assert "(default: 0.05)" in help_text and "(default: None)" not in help_text

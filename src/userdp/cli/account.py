@@ -105,7 +105,7 @@ def add_parser(sub) -> None:
     ca.add_argument("--json", action="store_true")
     ca.set_defaults(func=cmd_account_calibrate)
     rd = asub.add_parser("reduction", help="Theorem 5.3 / 1.3 for BoundedEMDReduction")
-    rd.add_argument("--epsilon", type=float, required=True)
+    rd.add_argument("--epsilon", type=float, required=True, help="the discrete epsilon of the guarantee")
     rd.add_argument("--r", type=float, required=True)
     rd.add_argument("--delta", type=float, required=True)
     rd.add_argument("--s", type=int, default=None, help="samples per user (default: the smallest, Theorem 1.3)")

@@ -80,12 +80,16 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    au = sub.add_parser("audit", help="check a mechanism's claimed guarantee against its outputs")
+    au = sub.add_parser(
+        "audit",
+        help="check a mechanism's claimed guarantee against its outputs",
+        epilog="example:\n  userdp audit lattice      # the exact audits of the lattice samplers",
+    )
     au.add_argument(
         "mechanism",
         choices=["gkrr", "exponential", "itemwise", "distinct", "laplace", "gaussian", "linear", "lattice"],
         help="lattice: the exact support-and-loss audits of the lattice samplers (Laplace, Gaussian, l1, l2)",
     )
     au.add_argument("--trials", type=int, default=50_000, help="samples per input (statistical audits)")
-    au.add_argument("--seed", type=int, default=None)
+    au.add_argument("--seed", type=int, default=None, help="seed the audit's sampling (reproducible runs)")
     au.set_defaults(func=cmd_audit)

@@ -138,7 +138,12 @@ def add_parser(sub) -> None:
         p.add_argument("--user", required=True, help="user column")
         p.add_argument("--item", default=None, help="item id column (finite domains)")
         p.add_argument("--items", default=None, help="comma-separated coordinate columns (points)")
-        p.add_argument("--metric", required=True, choices=["clustered", "greatcircle", "euclidean"])
+        p.add_argument(
+            "--metric",
+            required=True,
+            choices=["clustered", "greatcircle", "euclidean"],
+            help="the metric between items: clustered (a public domain file), greatcircle (lat/lon) or euclidean",
+        )
         p.add_argument("--domain", default=None, help="clustered: public domain file with columns item,cluster")
         p.add_argument("--r", type=float, default=0.1, help="clustered: within-cluster distance (default 0.1)")
         p.add_argument("--box", default=None, help="greatcircle: public box LAT0,LAT1,LON0,LON1")
@@ -150,7 +155,12 @@ def add_parser(sub) -> None:
             default=None,
             help="the requested delta (default 0: a pure guarantee); required with --samples",
         )
-        p.add_argument("--model", choices=["local", "central"], default="local")
+        p.add_argument(
+            "--model",
+            choices=["local", "central"],
+            default="local",
+            help="local: every user randomizes their own data; central: one trusted curator (or a shuffler)",
+        )
         p.add_argument(
             "--samples",
             type=int,
@@ -165,14 +175,34 @@ def add_parser(sub) -> None:
         )
         add_release_options(p)
 
-    li = sub.add_parser("linear", help="PrivEMDLinear: a Lipschitz linear query under d_EM-DP")
+    li = sub.add_parser(
+        "linear",
+        help="PrivEMDLinear: a Lipschitz linear query under d_EM-DP",
+        epilog="example:\n  userdp linear checkins.csv --user user --items lat,lon --metric greatcircle \\\n"
+        "      --box 40.5,41,-74.3,-73.65 --point 40.758,-73.9855 --alpha 25",
+    )
     common(li)
-    li.add_argument("--query", choices=["mean", "distance"], default="distance")
+    li.add_argument(
+        "--query",
+        choices=["mean", "distance"],
+        default="distance",
+        help="distance: mean distance to --point; mean: the mean point (euclidean)",
+    )
     li.add_argument("--point", default=None, help="--query distance: the public point (lat,lon or x,y)")
     li.set_defaults(func=cmd_linear)
-    it = sub.add_parser("itemwise", help="PrivEMDItemWise with GKRR on a clustered metric")
+    it = sub.add_parser(
+        "itemwise",
+        help="PrivEMDItemWise with GKRR on a clustered metric",
+        epilog="example:\n  userdp itemwise data.csv --user user --item item --metric clustered \\\n"
+        "      --domain domain.csv --alpha 20 --delta 1e-6 --model central",
+    )
     common(it)
     it.set_defaults(func=cmd_itemwise)
-    fr = sub.add_parser("freq", help="frequency estimation (FreqEstLocal + GKRR) on a clustered metric")
+    fr = sub.add_parser(
+        "freq",
+        help="frequency estimation (FreqEstLocal + GKRR) on a clustered metric",
+        epilog="example:\n  userdp freq data.csv --user user --item item --metric clustered \\\n"
+        "      --domain domain.csv --alpha 20 --delta 1e-6 --samples 50",
+    )
     common(fr)
     fr.set_defaults(func=cmd_freq)

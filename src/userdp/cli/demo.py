@@ -46,7 +46,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def add_parser(sub) -> None:
     d = sub.add_parser("demo", help="run the releases on the bundled real data")
-    d.add_argument("--out", default="userdp-demo", help="output directory (default: ./userdp-demo)")
+    d.add_argument("--out", default="userdp-demo", help="output directory")
     d.add_argument("--seed", type=int, default=None, help="seed the noise (demonstrations only: no privacy)")
     d.set_defaults(func=cmd_demo)
     s = sub.add_parser("datasets", help="list the bundled datasets")

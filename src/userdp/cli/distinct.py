@@ -39,14 +39,23 @@ def cmd_distinct(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    di = sub.add_parser("distinct", help="person-level DP lower bound on the number of distinct items")
+    di = sub.add_parser(
+        "distinct",
+        help="person-level DP lower bound on the number of distinct items",
+        epilog="example:\n  userdp distinct reviews.csv --user reviewer --item text --tokenize --epsilon 1",
+    )
     di.add_argument("input", help="CSV, Parquet or JSON-lines file")
     di.add_argument("--user", required=True, help="person column")
     di.add_argument("--item", required=True, help="element column (or text, with --tokenize)")
     di.add_argument("--tokenize", action="store_true", help="split the item column into lower-cased words")
-    di.add_argument("--epsilon", type=float, required=True)
-    di.add_argument("--beta", type=float, default=0.05)
+    di.add_argument("--epsilon", type=float, required=True, help="the privacy parameter (add or remove one person)")
+    di.add_argument("--beta", type=float, default=0.05, help="the bound holds with probability at least 1 - beta")
     di.add_argument("--max-bound", type=int, default=100, help="l_max: the largest contribution bound tried")
-    di.add_argument("--method", choices=["matching", "greedy", "sampling"], default="matching")
+    di.add_argument(
+        "--method",
+        choices=["matching", "greedy", "sampling"],
+        default="matching",
+        help="how DC(D; l) is counted: exact matching, greedy (Algorithm 2), or random sampling",
+    )
     add_release_options(di)
     di.set_defaults(func=cmd_distinct)

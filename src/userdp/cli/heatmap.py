@@ -80,20 +80,30 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("heatmap", help="a DP heatmap of user locations (sparse EMD aggregation or baselines)")
+    p = sub.add_parser(
+        "heatmap",
+        help="a DP heatmap of user locations (sparse EMD aggregation or baselines)",
+        epilog="example:\n  userdp heatmap checkins.csv --user user --lat lat --lon lon \\\n"
+        "      --bbox 40.745,-73.999,40.770,-73.965 --drop-outside --epsilon 1 --out midtown.png",
+    )
     p.add_argument("input", help="CSV, Parquet or JSON-lines file, one record per point")
-    p.add_argument("--user", required=True)
-    p.add_argument("--lat", required=True)
-    p.add_argument("--lon", required=True)
+    p.add_argument("--user", required=True, help="user column")
+    p.add_argument("--lat", required=True, help="latitude column")
+    p.add_argument("--lon", required=True, help="longitude column")
     p.add_argument("--bbox", required=True, help="public box MINLAT,MINLON,MAXLAT,MAXLON")
     p.add_argument("--resolution", type=int, default=256, help="cells per side (a power of two)")
-    p.add_argument("--epsilon", type=float, required=True)
-    p.add_argument("--algorithm", choices=list(releases.ALGORITHMS), default="sparse")
+    p.add_argument("--epsilon", type=float, required=True, help="the privacy parameter (add or remove one user)")
+    p.add_argument(
+        "--algorithm",
+        choices=list(releases.ALGORITHMS),
+        default="sparse",
+        help="sparse EMD aggregation (Ghazi et al.), dense (appendix D), or the Laplace baselines",
+    )
     p.add_argument("--w", type=int, default=20, help="sparse: cells kept per level")
     p.add_argument("--top-percent", type=float, default=1.0, help="threshold: percent of cells kept")
     p.add_argument("--dense-side", type=int, default=None, help="dense: public coarse grid side")
     p.add_argument("--sigma", type=float, default=None, help="Gaussian filter in cells (default resolution/128)")
     p.add_argument("--drop-outside", action="store_true", help="drop points outside the box (count not reported)")
-    p.add_argument("--out", default="heatmap.png")
+    p.add_argument("--out", default="heatmap.png", help="the image; the grid is written next to it as .npy")
     add_release_options(p)
     p.set_defaults(func=cmd_heatmap)

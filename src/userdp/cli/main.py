@@ -11,8 +11,25 @@ from ..errors import UserDPError
 from . import account, audit, dem, demo, distinct, heatmap, ledger
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option with a default shows it (unless its help already says it); examples (the epilogs) are kept
+    as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text or not action.option_strings:
+            return text
+        return text + " (default: %(default)s)"
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="userdp", description="User-level differential privacy.")
+    p = _Parser(prog="userdp", description="User-level differential privacy.")
     p.add_argument("--version", action="version", version=f"userdp {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for group in (demo, account, audit, distinct, dem, heatmap, ledger):
