@@ -163,8 +163,19 @@ class BoxDomain:
     @classmethod
     def latlon(cls, lat_min: float, lat_max: float, lon_min: float, lon_max: float) -> BoxDomain:
         """A latitude/longitude box in degrees."""
-        if not (-90 <= lat_min < lat_max <= 90 and -180 <= lon_min < lon_max <= 180):
-            raise DataError("latitudes must lie in [-90, 90] and longitudes in [-180, 180]")
+        problems = []
+        if not (-90 <= lat_min <= 90 and -90 <= lat_max <= 90):
+            problems.append("latitudes must lie in [-90, 90]")
+        if not (-180 <= lon_min <= 180 and -180 <= lon_max <= 180):
+            problems.append("longitudes must lie in [-180, 180]")
+        if not lat_min < lat_max:
+            problems.append(f"the smallest latitude ({lat_min:g}) must come below the largest ({lat_max:g})")
+        if not lon_min < lon_max:
+            problems.append(f"the smallest longitude ({lon_min:g}) must come below the largest ({lon_max:g})")
+        if problems:
+            raise DataError(
+                "not a latitude/longitude box: " + "; ".join(problems) + " (public parameters; check the order)"
+            )
         return cls((lat_min, lon_min), (lat_max, lon_max), ("lat", "lon"))
 
     def contains(self, points: np.ndarray) -> np.ndarray:

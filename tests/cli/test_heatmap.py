@@ -91,3 +91,22 @@ def test_readme_heatmap_command_runs_on_the_bundled_data(tmp_path, capsys, monke
     assert main(shlex.split(command.replace("\\\n", " "))[1:]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["resolution"] == 256 and np.load(out["grid"]).sum() == pytest.approx(1.0)
+
+
+def test_existing_outputs_are_not_overwritten_without_force(points, tmp_path, capsys):
+    argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "32", "--epsilon", "1")
+    out = str(tmp_path / "h.png")
+    assert main([*argv, "--out", out]) == 0
+    first = (tmp_path / "h.npy").read_bytes()
+    capsys.readouterr()
+    assert main([*argv, "--out", out]) == 2
+    assert "--force" in capsys.readouterr().err and (tmp_path / "h.npy").read_bytes() == first
+    assert main([*argv, "--out", out, "--force"]) == 0
+    assert (tmp_path / "h.npy").read_bytes() != first  # a new release
+
+
+def test_bbox_in_the_wrong_order_says_so(points, capsys):
+    argv = cli_argv.heatmap(points, "--bbox", "40.76,-74.01,40.69,-73.94", "--epsilon", "1")  # min/max swapped
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "smallest latitude (40.76) must come below the largest (40.69)" in err and "[-90, 90]" not in err

@@ -24,6 +24,11 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     except ValueError:
         raise ParameterError("--bbox needs MINLAT,MINLON,MAXLAT,MAXLON") from None
     box = BoxDomain.latlon(la0, la1, lo0, lo1)
+    out = Path(args.out)
+    grid_path = out.with_suffix(".npy")
+    existing = [str(p) for p in (out, grid_path) if p.exists()]
+    if existing and not args.force:  # checked before any data is read
+        raise ParameterError(f"{' and '.join(existing)} already exist(s); pass --force to overwrite, or another --out")
     rel = releases.heatmap(
         args.input,
         box,
@@ -41,8 +46,6 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         rng=args.seed,
     )
     sigma = args.sigma if args.sigma is not None else args.resolution / 128
-    out = Path(args.out)
-    grid_path = out.with_suffix(".npy")
     # write both files under temporary names first, charge, then move them into place: a run that cannot
     # write spends no budget, and a refused charge leaves no file
     staged = [(grid_path, grid_path.with_name(f".{grid_path.stem}.userdp-tmp.npy"))]
@@ -105,5 +108,6 @@ def add_parser(sub) -> None:
     p.add_argument("--sigma", type=float, default=None, help="Gaussian filter in cells (default resolution/128)")
     p.add_argument("--drop-outside", action="store_true", help="drop points outside the box (count not reported)")
     p.add_argument("--out", default="heatmap.png", help="the image; the grid is written next to it as .npy")
+    p.add_argument("--force", action="store_true", help="overwrite --out (and its .npy grid) if they exist")
     add_release_options(p)
     p.set_defaults(func=cmd_heatmap)
