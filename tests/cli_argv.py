@@ -37,5 +37,5 @@ def greatcircle(data: Path, *extra: str) -> list[str]:
     """``userdp linear``: the distance to a public point, great-circle metric on a public NYC box."""
     return [
         "linear", str(data), "--user", "user", "--items", "lat,lon", "--metric", "greatcircle",
-        "--box", "40.5,41,-74.3,-73.65", "--point", "40.75,-73.98", *extra,
+        "--bbox", "40.5,-74.3,41,-73.65", "--point", "40.75,-73.98", *extra,
     ]  # fmt: skip

@@ -575,7 +575,7 @@ def _cli_argv(row: str, path: Path, tmp: Path, col: str) -> list[str]:
         ]  # fmt: skip
     if row == "userdp linear":
         return ["linear", str(path), "--user", "user", "--items", "nope,lon" if unknown else "lat,lon"] + [
-            "--metric", "greatcircle", "--box", "40.69,40.76,-74.01,-73.94", "--point", "40.72,-73.98",
+            "--metric", "greatcircle", "--bbox", "40.69,-74.01,40.76,-73.94", "--point", "40.72,-73.98",
             "--alpha", "0" if bad else "2",
         ]  # fmt: skip
     if row == "userdp itemwise, userdp freq":

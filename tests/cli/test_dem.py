@@ -135,9 +135,9 @@ def test_linear_json(files, capsys):
     "extra,msg",
     [
         (["--metric", "clustered", "--item", "item"], "needs --domain"),
-        (["--metric", "greatcircle", "--items", "lat,lon"], "needs --box"),
+        (["--metric", "greatcircle", "--items", "lat,lon"], "needs --bbox"),
         (
-            ["--metric", "greatcircle", "--items", "lat,lon", "--box", "40.7,41,-74.3,-73.65"],
+            ["--metric", "greatcircle", "--items", "lat,lon", "--bbox", "40.7,-74.3,41,-73.65"],
             "outside the declared box",
         ),
     ],
@@ -151,3 +151,23 @@ def test_refusals(files, capsys, extra, msg):
 def test_unequal_sizes_need_samples(files, capsys):
     assert main(cli_argv.clustered("freq", files / "data.csv", files / "domain.csv", "--alpha", "20")) == 2
     assert "--samples" in capsys.readouterr().err
+
+
+def test_one_bbox_form_on_every_command(files, capsys):
+    """linear takes the heatmap's --bbox MINLAT,MINLON,MAXLAT,MAXLON; the old --box LAT0,LAT1,LON0,LON1 is gone."""
+    import argparse
+
+    from userdp.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    forms = {
+        name: next(a.metavar for a in sub.choices[name]._actions if "--bbox" in a.option_strings)
+        for name in ("heatmap", "linear", "itemwise", "freq")
+    }
+    assert set(forms.values()) == {"MINLAT,MINLON,MAXLAT,MAXLON"}
+    argv = ["linear", str(files / "data.csv"), "--user", "user", "--items", "lat,lon", "--metric", "greatcircle"]
+    argv += ["--point", "40.75,-73.98", "--alpha", "25", "--json", "--seed", "1"]
+    assert main([*argv, "--bbox", "40.5,-74.3,41,-73.65"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main([*argv, "--box", "40.5,41,-74.3,-73.65"])

@@ -44,6 +44,25 @@ def floats(text: str, n: int, name: str) -> list[float]:
     return vals
 
 
+BBOX_FORM = "MINLAT,MINLON,MAXLAT,MAXLON"
+
+
+def add_bbox(p: argparse.ArgumentParser, required: bool, purpose: str = "") -> None:
+    """``--bbox MINLAT,MINLON,MAXLAT,MAXLON``: the one form of a public latitude/longitude box on every command."""
+    p.add_argument("--bbox", required=required, metavar=BBOX_FORM, help=f"{purpose}public box, degrees, in this order")
+
+
+def parse_bbox(text: str):
+    """The :class:`~userdp.data.BoxDomain` of a ``--bbox`` value (its order checked, with the reason)."""
+    from ..data import BoxDomain
+
+    try:
+        la0, lo0, la1, lo1 = floats(text, 4, "bbox")
+    except ParameterError:
+        raise ParameterError(f"--bbox needs {BBOX_FORM} (four numbers), got {text!r}") from None
+    return BoxDomain.latlon(la0, la1, lo0, lo1)
+
+
 def print_json(out: dict) -> None:
     print(json.dumps(out, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
 

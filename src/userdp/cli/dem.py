@@ -13,10 +13,9 @@ import argparse
 import numpy as np
 
 from .. import releases
-from ..data import BoxDomain
 from ..errors import ParameterError
 from ..metrics import EuclideanMetric, GreatCircleMetric
-from .common import add_release_options, charge, console, floats, print_json, warn_seed
+from .common import BBOX_FORM, add_bbox, add_release_options, charge, console, floats, parse_bbox, print_json, warn_seed
 
 
 def _request(args: argparse.Namespace) -> dict:
@@ -46,10 +45,9 @@ def _point_space(args: argparse.Namespace):
         raise ParameterError(f"--metric {args.metric} needs --items COL1,COL2 (point coordinates)")
     cols = tuple(args.items.split(","))
     if args.metric == "greatcircle":
-        if not args.box:
-            raise ParameterError("--metric greatcircle needs --box LAT0,LAT1,LON0,LON1 (public)")
-        la0, la1, lo0, lo1 = floats(args.box, 4, "box")
-        return GreatCircleMetric(BoxDomain.latlon(la0, la1, lo0, lo1)), cols
+        if not args.bbox:
+            raise ParameterError(f"--metric greatcircle needs --bbox {BBOX_FORM} (public)")
+        return GreatCircleMetric(parse_bbox(args.bbox)), cols
     if args.metric == "euclidean":
         if not args.diameter:
             raise ParameterError("--metric euclidean needs --diameter D (public)")
@@ -146,7 +144,7 @@ def add_parser(sub) -> None:
         )
         p.add_argument("--domain", default=None, help="clustered: public domain file with columns item,cluster")
         p.add_argument("--r", type=float, default=0.1, help="clustered: within-cluster distance (default 0.1)")
-        p.add_argument("--box", default=None, help="greatcircle: public box LAT0,LAT1,LON0,LON1")
+        add_bbox(p, required=False, purpose="greatcircle: ")
         p.add_argument("--diameter", type=float, default=None, help="euclidean: public diameter")
         p.add_argument("--alpha", type=float, required=True, help="the requested alpha of the d_EM-DP guarantee")
         p.add_argument(
@@ -179,7 +177,7 @@ def add_parser(sub) -> None:
         "linear",
         help="PrivEMDLinear: a Lipschitz linear query under d_EM-DP",
         epilog="example:\n  userdp linear checkins.csv --user user --items lat,lon --metric greatcircle \\\n"
-        "      --box 40.5,41,-74.3,-73.65 --point 40.758,-73.9855 --alpha 25",
+        "      --bbox 40.5,-74.3,41,-73.65 --point 40.758,-73.9855 --alpha 25",
     )
     common(li)
     li.add_argument(

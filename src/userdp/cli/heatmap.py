@@ -11,19 +11,14 @@ from pathlib import Path
 import numpy as np
 
 from .. import releases
-from ..data import BoxDomain
 from ..errors import ParameterError
-from .common import add_release_options, charge, console, print_json, warn_seed
+from .common import add_bbox, add_release_options, charge, console, parse_bbox, print_json, warn_seed
 
 
 def cmd_heatmap(args: argparse.Namespace) -> int:
     from ..heatmaps import gaussian_heatmap, render
 
-    try:
-        la0, lo0, la1, lo1 = (float(x) for x in args.bbox.split(","))
-    except ValueError:
-        raise ParameterError("--bbox needs MINLAT,MINLON,MAXLAT,MAXLON") from None
-    box = BoxDomain.latlon(la0, la1, lo0, lo1)
+    box = parse_bbox(args.bbox)
     out = Path(args.out)
     grid_path = out.with_suffix(".npy")
     existing = [str(p) for p in (out, grid_path) if p.exists()]
@@ -93,7 +88,7 @@ def add_parser(sub) -> None:
     p.add_argument("--user", required=True, help="user column")
     p.add_argument("--lat", required=True, help="latitude column")
     p.add_argument("--lon", required=True, help="longitude column")
-    p.add_argument("--bbox", required=True, help="public box MINLAT,MINLON,MAXLAT,MAXLON")
+    add_bbox(p, required=True)
     p.add_argument("--resolution", type=int, default=256, help="cells per side (a power of two)")
     p.add_argument("--epsilon", type=float, required=True, help="the privacy parameter (add or remove one user)")
     p.add_argument(
