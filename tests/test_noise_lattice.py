@@ -401,3 +401,18 @@ def test_cli_audit_lattice_runs_the_exact_audits(capsys):
     assert main(["audit", "lattice"]) == 0
     out = capsys.readouterr().out
     assert out.count("[PASS]") == 4 and "unreachable" in out
+
+
+def test_randomized_round_of_tiny_negative_values_is_exact():
+    """x = -2^-55 must round to 0 except with probability 2^-55 (E = x). The former code took frac(x) as
+    x - floor(x) = 1 - 2^-55, which rounds to 1.0 in floating point, and sent every such x to -1: a full
+    lattice step at a distance of 2^-55, where the metric guarantee claims a loss of about 2^-55 alpha."""
+    src = RandomSource(3)
+    for x in (-(2.0**-55), -1e-300, -5e-324, -(2.0**-53) * 3):
+        assert np.all(randomized_round(np.full(4000, x), src) == 0), x
+    near = randomized_round(np.full(4000, -(1 - 2.0**-53)), src)  # P(-1) = 1 - 2^-53
+    assert np.all(near == -1)
+    for x, p_down in ((-0.3, 0.3), (-2.75, 0.75), (-0.1, 0.1)):
+        r = randomized_round(np.full(40_000, x), src)
+        assert set(np.unique(r)) <= {math.floor(x), math.ceil(x)}
+        assert stats.binomtest(int((r == math.floor(x)).sum()), r.size, p_down).pvalue > 1e-4

@@ -71,7 +71,7 @@ def discrete_gaussian(sigma2: int, size: int | tuple[int, ...], rng: RngLike = N
 
 
 def randomized_round(x: np.ndarray, rng: RngLike = None) -> np.ndarray:
-    """``floor(x) + Bernoulli(x - floor(x))`` elementwise, exactly (``int64``).
+    """``floor(x) + Bernoulli(x - floor(x))`` elementwise, exactly (``int64``), negative ``x`` included.
 
     The fractional part of a float is an exact dyadic rational ``M / 2**E``; its Bernoulli is decided by
     comparing the first ``E`` bits of a uniform number with ``M``, so ``P(round up) = frac(x)`` exactly and
@@ -81,11 +81,17 @@ def randomized_round(x: np.ndarray, rng: RngLike = None) -> np.ndarray:
     v = np.asarray(x, dtype=np.float64)
     if v.size and not np.all(np.abs(v) < 2.0**62):
         raise DataError("values are too large for the lattice of this release (|value / granularity| >= 2^62)")
-    fl = np.floor(v)
-    frac = (v - fl).reshape(-1)  # exact: v and floor(v) share their binary exponent range
+    # Rounded as -randomized_round(|x|) for negative x: the same law (P(floor(x)) = ceil(x) - x = frac(|x|)),
+    # and the fraction of |x| is exact, while x - floor(x) is not for a negative x with bits below 2^-53
+    # (for x = -2^-55 it rounds to 1.0, which once sent every such x to -1).
+    neg = v < 0
+    a = np.abs(v)
+    fl = np.floor(a)
+    frac = (a - fl).reshape(-1)  # exact for a >= 0: the fractional bits of a are bits of a's own significand
     m, e = np.frexp(frac)
     M = np.ascontiguousarray((m * 2.0**53).astype(np.int64))
     E = np.ascontiguousarray((53 - e).astype(np.int64))
     up = np.empty(frac.shape, dtype=np.int64)
     resolve_rng(rng)._fill(_dyadic_batch, up, 4, M, E)
-    return fl.astype(np.int64) + up.reshape(v.shape)
+    magnitude = fl.astype(np.int64) + up.reshape(v.shape)
+    return np.where(neg, -magnitude, magnitude)
