@@ -397,3 +397,44 @@ def test_exponential_mechanism_work_does_not_depend_on_scores(monkeypatch):
         assert len(calls) == 50 * 4 and Counting.used == 50 * 4
         if scores[1] == 1e6:
             assert set(picks) == {1}
+
+
+def test_exponential_mechanism_ignores_the_thread_decimal_context():
+    """The interval exponentials must not depend on the caller's decimal context: under a 3-digit thread
+    context, unary minus once rounded gamma, so the 'rigorous' interval missed exp(-gamma) and the
+    mechanism's law moved. The bounds must bracket exp(-gamma) whatever the context, and the sampled index
+    for a fixed uniform must not change."""
+    from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
+    from fractions import Fraction
+
+    import userdp.noise.selection as sel
+
+    gamma = Fraction(1, 3) * Fraction(10**6 + 1, 10**6)
+    ref = Context(prec=120)
+    true = ref.exp(ref.divide(-Decimal(gamma.numerator), Decimal(gamma.denominator)))
+    for prec in (28, 3, 1):
+        with localcontext() as c:
+            c.prec = prec
+            lo, hi = sel._exp_interval(gamma, sel._context(60, ROUND_FLOOR), sel._context(60, ROUND_CEILING))
+        assert lo <= true <= hi, prec
+
+    class Fixed(RandomSource):
+        def __init__(self, u):
+            super().__init__(0)
+            self.u = u
+
+        def randbelow(self, n):
+            u, self.u = self.u, 0
+            return u
+
+    scores, eps = [0.0, 1.0], 2.0 * 0.123456789
+    boundary = []
+    for prec in (28, 2):
+        lo_u, hi_u = 0, 1 << 256
+        with localcontext() as c:
+            c.prec = prec
+            while hi_u - lo_u > 1:
+                mid = (lo_u + hi_u) // 2
+                lo_u, hi_u = (mid, hi_u) if exponential_mechanism(scores, 1.0, eps, Fixed(mid)) == 0 else (lo_u, mid)
+        boundary.append(hi_u)
+    assert boundary[0] == boundary[1]

@@ -416,3 +416,24 @@ def test_randomized_round_of_tiny_negative_values_is_exact():
         r = randomized_round(np.full(40_000, x), src)
         assert set(np.unique(r)) <= {math.floor(x), math.ceil(x)}
         assert stats.binomtest(int((r == math.floor(x)).sum()), r.size, p_down).pvalue > 1e-4
+
+
+def test_gaussian_refuses_what_its_accounting_cannot_certify():
+    """delta below 1e-15: the lattice step (2^-54 sigma) alone moves delta(d) near d = 0 to ~1e-17, and the
+    float zCDP evaluation could not see it (the metric calibration once 'met' 1e-18 while the true sup of
+    delta(d) was 2e-17). epsilon above 300: the sampler truncates at 32 sigma, and the truncation term
+    (1 + e^epsilon) 2 exp(-480) stops being negligible (at epsilon = 1000 a release of 0 and of 1 had disjoint
+    supports: delta ~ 1 for a claim of 1e-5). Both are refused; the term grows with epsilon."""
+    from userdp.noise.mechanisms import _truncation_delta
+
+    for call in (
+        lambda: N.calibrate_gaussian(1.0, 1.0, 1e-18),
+        lambda: N.calibrate_gaussian_metric(1.0, 1.0, 1e-18),
+        lambda: N.calibrate_gaussian(1.0, 1000.0, 1e-5),
+        lambda: N.calibrate_gaussian_metric(1.0, 301.0, 1e-5),
+    ):
+        with pytest.raises(ParameterError):
+            call()
+    assert _truncation_delta(300.0, 1) < 1e-70 and _truncation_delta(200.0, 1) > 1e6 * _truncation_delta(0.0, 1)
+    cal = N.calibrate_gaussian(1.0, 300.0, 1e-15)  # the edges of what is accepted still calibrate
+    assert cal.delta_at(1.0, 300.0) <= 1e-15

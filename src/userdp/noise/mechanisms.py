@@ -179,6 +179,28 @@ def analytic_gaussian_sigma(l2_sensitivity: float, epsilon: float, delta: float)
 
 _DELTA_MARGIN = 1e-9  # relative room kept below the requested delta for the negligible terms
 _TRUNCATION_DELTA = 2 * math.exp(-480)  # per coordinate: the sampler keeps |x| < 32 sigma
+_GAUSS_MIN_DELTA = 1e-15  # below this the lattice step (2^-54 sigma) and float evaluation decide delta
+_GAUSS_MAX_EPSILON = 300.0  # truncation term (1 + e^eps) 2 exp(-480) per coordinate: e^-180 at most
+
+
+def _truncation_delta(epsilon: float, dim: int) -> float:
+    """What the sampler's truncation (``|x| < 32 sigma``) adds to delta at ``epsilon``: the truncated and the
+    untruncated laws differ in total variation by at most ``t = 2 exp(-480)`` per coordinate, which moves an
+    ``(epsilon, delta)`` guarantee to ``(epsilon, delta + (1 + e^epsilon) t)``."""
+    return dim * (1 + math.exp(min(float(epsilon), _GAUSS_MAX_EPSILON))) * _TRUNCATION_DELTA
+
+
+def _check_gaussian_request(epsilon: float, delta: float) -> None:
+    if not _GAUSS_MIN_DELTA <= delta < 1:
+        raise ParameterError(
+            f"the Gaussian mechanism accepts delta in [{_GAUSS_MIN_DELTA:g}, 1), got {delta!r}: below 1e-15 its "
+            "lattice (steps of 2^-54 sigma) and the floating-point accounting cannot certify delta"
+        )
+    if epsilon > _GAUSS_MAX_EPSILON:
+        raise ParameterError(
+            f"the Gaussian mechanism accepts epsilon up to {_GAUSS_MAX_EPSILON:g}, got {epsilon!r}: its sampler "
+            "keeps |noise| < 32 sigma, which the accounting covers only while e^epsilon stays far below e^480"
+        )
 
 
 def zcdp_delta(rho: float, epsilon: float) -> float:
@@ -244,9 +266,9 @@ class GaussianCalibration:
 
     def delta_at(self, distance: float, epsilon: float) -> float:
         """An upper bound on the delta at ``epsilon`` for two inputs at l2 distance ``distance``:
-        :func:`zcdp_delta` at :meth:`rho_at`, plus the truncation term ``2 dim exp(-480)`` (below double
-        precision next to any delta userdp accepts; added for completeness)."""
-        return zcdp_delta(self.rho_at(distance), float(epsilon)) + self.dim * _TRUNCATION_DELTA
+        :func:`zcdp_delta` at :meth:`rho_at`, plus the truncation term ``(1 + e^epsilon) 2 dim exp(-480)``
+        (:func:`_truncation_delta`)."""
+        return zcdp_delta(self.rho_at(distance), float(epsilon)) + _truncation_delta(epsilon, self.dim)
 
 
 def calibrate_gaussian(
@@ -259,15 +281,14 @@ def calibrate_gaussian(
     sens = _check_sens(l2_sensitivity)
     eps = _check_eps(epsilon)
     target = float(delta)
-    if not 0 < target < 1:
-        raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
+    _check_gaussian_request(eps, target)
     sigma0 = analytic_gaussian_sigma(sens, eps, target)  # a lower bound: zCDP needs at least this
     g = _pow2_below(sigma0, _GAUSS_BITS if lattice_bits is None else int(lattice_bits))
     sens_eff = sens + g * math.sqrt(dim)
     goal = target * (1 - _DELTA_MARGIN)
 
     def ok(sigma: float) -> bool:
-        return zcdp_delta(sens_eff**2 / (2 * sigma**2), eps) + dim * _TRUNCATION_DELTA <= goal
+        return zcdp_delta(sens_eff**2 / (2 * sigma**2), eps) + _truncation_delta(eps, dim) <= goal
 
     lo, hi = sigma0, 2 * sigma0
     while not ok(hi):
@@ -308,7 +329,7 @@ def metric_gaussian_sup_delta(cal: GaussianCalibration, lipschitz: float, alpha:
     rho = (ell * d[1:] + cal.rounding) ** 2 / (2 * cal.sigma**2)
     eps = a * d[:-1]
     worst = float(np.exp(_zcdp_log_delta_grid(rho, eps)).max())
-    return worst + cal.dim * _TRUNCATION_DELTA
+    return worst + _truncation_delta(a, cal.dim)  # the largest epsilon of the curve (alpha d <= alpha)
 
 
 def calibrate_gaussian_metric(lipschitz: float, alpha: float, delta: float, dim: int = 1) -> GaussianCalibration:

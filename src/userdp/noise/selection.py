@@ -59,8 +59,10 @@ def _exp_interval(gamma: Fraction, ctx_lo: Context, ctx_hi: Context) -> tuple[De
     rounded, so one unit in the last place on each side covers its error)."""
     x_lo = ctx_lo.divide(Decimal(gamma.numerator), Decimal(gamma.denominator))
     x_hi = ctx_hi.divide(Decimal(gamma.numerator), Decimal(gamma.denominator))
-    lo = ctx_lo.next_minus(ctx_lo.exp(-x_hi))
-    hi = ctx_hi.next_plus(ctx_hi.exp(-x_lo))
+    # copy_negate is exact; unary minus would round to the *thread's* decimal context (28 digits by default,
+    # or whatever the host application set), and the interval could then miss exp(-gamma)
+    lo = ctx_lo.next_minus(ctx_lo.exp(x_hi.copy_negate()))
+    hi = ctx_hi.next_plus(ctx_hi.exp(x_lo.copy_negate()))
     return max(lo, Decimal(0)), hi
 
 
