@@ -110,3 +110,13 @@ def test_bbox_in_the_wrong_order_says_so(points, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "smallest latitude (40.76) must come below the largest (40.69)" in err and "[-90, 90]" not in err
+
+
+def test_out_naming_a_folder_is_refused_before_anything_is_charged(points, tmp_path, capsys):
+    ledger = tmp_path / "budget.json"
+    assert main(["ledger", "init", str(ledger), "--budget", "add-remove:5"]) == 0
+    before = ledger.read_text()
+    (tmp_path / "h.png").mkdir()
+    argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "32", "--epsilon", "1")
+    assert main([*argv, "--out", str(tmp_path / "h.png"), "--force", "--ledger", str(ledger)]) == 2
+    assert "names a folder" in capsys.readouterr().err and ledger.read_text() == before

@@ -21,6 +21,8 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     box = parse_bbox(args.bbox)
     out = Path(args.out)
     grid_path = out.with_suffix(".npy")
+    if out.is_dir() or grid_path.is_dir():
+        raise ParameterError(f"--out {out} names a folder; give the image's file name")
     existing = [str(p) for p in (out, grid_path) if p.exists()]
     if existing and not args.force:  # checked before any data is read
         raise ParameterError(f"{' and '.join(existing)} already exist(s); pass --force to overwrite, or another --out")
@@ -54,7 +56,13 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
             raise ParameterError(f"cannot write {out} ({reason}); nothing was released or charged") from None
         charge(args, rel)
         for final, tmp in staged:
-            os.replace(tmp, final)
+            try:
+                os.replace(tmp, final)
+            except OSError as exc:  # after the charge: say plainly what happened
+                raise ParameterError(
+                    f"the release was charged to the ledger but {final} could not be written "
+                    f"({exc.strerror or type(exc).__name__})"
+                ) from None
     finally:
         for _, tmp in staged:
             tmp.unlink(missing_ok=True)

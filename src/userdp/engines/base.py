@@ -146,9 +146,11 @@ class Engine(ABC):
         stream (:func:`userdp.noise.keyed_sample_indices`) from the user's items in sorted order."""
 
     @abstractmethod
-    def randomize_keyed(self, data: Any, randomizer: Any, streams: KeyedStreams) -> Any:
+    def randomize_keyed(self, data: Any, randomizer: Any, streams: KeyedStreams, m: int | None = None) -> Any:
         """Local-model item randomization: each user's item codes through ``randomizer`` with the user's keyed
-        stream (:func:`userdp.noise.keyed_randomize`); the same users, each holding its randomized multiset."""
+        stream (:func:`userdp.noise.keyed_randomize`); the same users, each holding its randomized multiset.
+        With ``m``, every user must hold exactly ``m`` items, checked in the same pass (a bounded release's
+        guarantee is computed for that ``m``)."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -281,8 +281,10 @@ class ChunkedEngine(Engine):
             raise DataError(f"the per-user sample size must be at least 1, got {s}")
         return data.then(lambda ds, s=int(s): memory.sample_keyed(ds, s, streams) if ds.n_users else ds)
 
-    def randomize_keyed(self, data: ChunkedTable, randomizer: Any, streams: KeyedStreams) -> ChunkedTable:
-        return data.then(lambda ds: memory.randomize_keyed(ds, randomizer, streams))
+    def randomize_keyed(
+        self, data: ChunkedTable, randomizer: Any, streams: KeyedStreams, m: int | None = None
+    ) -> ChunkedTable:
+        return data.then(lambda ds: memory.randomize_keyed(ds, randomizer, streams, m))
 
 
 class _Rows:

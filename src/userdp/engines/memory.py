@@ -142,13 +142,22 @@ def sample_keyed(ds: UserDataset, s: int, streams: KeyedStreams) -> UserDataset:
     return UserDataset(offsets, np.concatenate(out), ds.user_ids, ds.domain)
 
 
-def randomize_keyed(ds: UserDataset, randomizer: Any, streams: KeyedStreams) -> UserDataset:
-    """Each user's item codes through ``randomizer`` with the user's keyed stream, sorted."""
+def randomize_keyed(ds: UserDataset, randomizer: Any, streams: KeyedStreams, m: int | None = None) -> UserDataset:
+    """Each user's item codes through ``randomizer`` with the user's keyed stream, sorted; with ``m``, every
+    user must hold exactly ``m`` items."""
+    if m is not None and ds.n_users and ds.require_equal_sizes() != m:
+        raise DataError("every user must hold the public number of items m of this bounded release")
     if ds.is_points:
         raise DataError("keyed item randomization needs items from a finite domain, not points")
     out = [keyed_randomize(streams, ds.user_ids[i], ds.user_items(i), randomizer) for i in range(ds.n_users)]
     items = np.concatenate(out).astype(np.int64) if out else np.empty(0, dtype=np.int64)
     return UserDataset(ds.offsets, items, ds.user_ids, ds.domain)
+
+
+def _same_domain(a: Any, b: FiniteDomain) -> bool:
+    return a is b or (
+        isinstance(a, FiniteDomain) and a.public == b.public and len(a) == len(b) and bool(np.all(a.labels == b.labels))
+    )
 
 
 class MemoryEngine(Engine):
@@ -159,6 +168,8 @@ class MemoryEngine(Engine):
 
     def load(self, source: Any, columns: Columns, domain: FiniteDomain | BoxDomain | None = None) -> UserDataset:
         if isinstance(source, UserDataset):
+            if isinstance(domain, FiniteDomain) and not _same_domain(source.domain, domain):
+                raise DataError("the dataset's item domain is not the declared one; build it with that domain")
             return source
         return load_table(table_of(source, columns.names), columns, domain)
 
@@ -183,5 +194,7 @@ class MemoryEngine(Engine):
     def sample_keyed(self, data: UserDataset, s: int, streams: KeyedStreams) -> UserDataset:
         return sample_keyed(data, s, streams)
 
-    def randomize_keyed(self, data: UserDataset, randomizer: Any, streams: KeyedStreams) -> UserDataset:
-        return randomize_keyed(data, randomizer, streams)
+    def randomize_keyed(
+        self, data: UserDataset, randomizer: Any, streams: KeyedStreams, m: int | None = None
+    ) -> UserDataset:
+        return randomize_keyed(data, randomizer, streams, m)

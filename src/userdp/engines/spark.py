@@ -336,11 +336,13 @@ class SparkEngine(Engine):
         df = self._by_users(data, lambda ds: _as_rows(cols, dom, sample_keyed(ds, s, streams)), data.df.schema)
         return SparkTable(df, data.columns, data.domain)
 
-    def randomize_keyed(self, data: SparkTable, randomizer: Any, streams: KeyedStreams) -> SparkTable:
+    def randomize_keyed(
+        self, data: SparkTable, randomizer: Any, streams: KeyedStreams, m: int | None = None
+    ) -> SparkTable:
         self._check_keyable(data.df, data.columns.user)
         self._coded(data)
         cols, dom = data.columns, data.domain
         df = self._by_users(
-            data, lambda ds: _as_rows(cols, dom, randomize_keyed(ds, randomizer, streams)), data.df.schema
+            data, lambda ds: _as_rows(cols, dom, randomize_keyed(ds, randomizer, streams, m)), data.df.schema
         )
         return SparkTable(df, data.columns, data.domain)

@@ -135,6 +135,9 @@ def linear(
     """
     req = plan_request(alpha, delta, samples, r)
     _check_linear(lipschitz, req.inner_alpha, norm, req.inner_delta or None)
+    if item is not None and not (isinstance(domain, FiniteDomain) and domain.public):
+        # codes read off the data would make one user's f-values depend on the other users' items
+        raise DataError("a query on item codes needs the public item domain (domain=FiniteDomain(labels))")
     mdl = Model(model)
     eng = get_engine(engine)
     data = eng.load(source, Columns(user, item, points), domain)
@@ -183,7 +186,9 @@ def _randomized_counts(
     n = sizes.users if mdl is Model.CENTRAL else None
     cal = calibrate(req.inner_alpha, req.inner_delta, m, n=n)
     gk = GKRR(space, min(cal.alpha0, 40.0))
-    counts = eng.histogram_sum(eng.randomize_keyed(data, gk, streams), normalize=False)
+    counts = eng.histogram_sum(eng.randomize_keyed(data, gk, streams, m=m), normalize=False)
+    if counts.sum() != m * sizes.users:  # the source changed between passes (a re-read file or stream)
+        raise DataError("the input changed while it was read; nothing was released")
     a0, h_delta = gk.guarantee.alpha, cal.best.delta or None
     inner, route = itemwise_guarantee(a0, m, req.inner_delta, n, metric=gk.guarantee.metric, inner_delta=h_delta)
     g, fields = deliver(req, inner, allow_weaker)

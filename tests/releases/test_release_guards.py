@@ -1,0 +1,51 @@
+"""Guards of the release layer found by the review of the refactor: each release takes its public parameters
+from the caller and its aggregates from one consistent read of the data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from userdp import releases
+from userdp.data import FiniteDomain, UserDataset
+from userdp.engines import ChunkedEngine
+from userdp.errors import DataError
+from userdp.metrics import ClusteredMetric
+
+SPACE = ClusteredMetric(2, 2, 0.3)
+DOMAIN = FiniteDomain(np.array(["a", "b", "c", "d"], dtype=object))
+
+
+def test_a_query_on_item_codes_needs_the_public_domain():
+    """Codes read off the data shift when another user brings a new item: user 1's f-value would then depend
+    on user 4's data. Without a public domain the release is refused; with one, it goes ahead."""
+    table = pa.table({"user": [1, 2, 3], "item": ["b", "c", "d"]})
+    f = np.array([0.0, 0.1, 0.2, 0.3]).__getitem__
+    with pytest.raises(DataError, match="public item domain"):
+        releases.linear(table, f, 1.0, 5.0, item="item", rng=1)
+    with pytest.raises(DataError, match="public item domain"):
+        releases.linear(table, f, 1.0, 5.0, item="item", domain=FiniteDomain.from_data(["b", "c", "d"]), rng=1)
+    rel = releases.linear(table, f, 1.0, 5.0, item="item", domain=DOMAIN, rng=1)
+    assert rel.extras["per_user"].shape == (3, 1)
+
+
+def test_a_source_that_changes_between_passes_is_refused():
+    """The chunked engine reads a stream once per aggregate; a stream that gives 2 items per user when the
+    sizes are counted and 40 when the items are randomized must not be released with m = 2's guarantee."""
+    calls = []
+
+    def stream():
+        calls.append(1)
+        per_user = 2 if len(calls) <= 2 else 40
+        yield pa.table({"user": np.repeat(np.arange(50), per_user), "item": np.resize(["a", "b", "c"], 50 * per_user)})
+
+    with pytest.raises(DataError):
+        releases.itemwise(stream, SPACE, DOMAIN, 4.0, model="central", delta=1e-6, engine=ChunkedEngine(1000), rng=1)
+
+
+def test_a_dataset_with_another_domain_is_refused():
+    ds = UserDataset.from_lists([["a", "b"], ["c"]], domain=FiniteDomain(np.array(["a", "b", "c"], dtype=object)))
+    with pytest.raises(DataError, match="not the declared one"):
+        releases.histogram(ds, DOMAIN, 1.0, rng=1)  # the release would be labelled with DOMAIN's 4 items
+    assert releases.histogram(ds, ds.domain, 1.0, rng=1).value.shape == (3,)
