@@ -57,7 +57,8 @@ Negligible deviations (documented, not hidden)
   The truncated and untruncated laws differ in total variation by at most ``t = 2 exp(-480)`` per
   coordinate, so the Gaussian mechanism's delta gains ``(1 + e^epsilon) t`` per coordinate, which the
   calibration counts; it refuses ``epsilon > 300`` (where that term could matter) and ``delta < 1e-15``
-  (where the lattice step of ``2^-54 sigma`` and the floating-point accounting could not certify delta). Inside the l2 lattice sampler it only rescales a
+  (where the lattice step of ``2^-54 sigma`` and the floating-point accounting could not certify delta).
+  Inside the l2 lattice sampler it only rescales a
   normalising constant by less than ``1e-200`` (accounted for in ``kappa``).
 * The multivariate discrete Gaussian's privacy curve differs from the continuous Gaussian's by a term of
   order ``d exp(-2 pi^2 sigma^2)`` in lattice units (Canonne, Kamath & Steinke 2020, section 4); with
