@@ -437,3 +437,26 @@ def test_gaussian_refuses_what_its_accounting_cannot_certify():
     assert _truncation_delta(300.0, 1) < 1e-70 and _truncation_delta(200.0, 1) > 1e6 * _truncation_delta(0.0, 1)
     cal = N.calibrate_gaussian(1.0, 300.0, 1e-15)  # the edges of what is accepted still calibrate
     assert cal.delta_at(1.0, 300.0) <= 1e-15
+
+
+def test_zcdp_bound_keeps_its_precision_at_large_renyi_orders():
+    """(a-1) log(a-1) - a log a cancelled to 0 for a above ~1e13, so the minimiser found spurious tiny deltas
+    (1.6e-28 at rho = 1e-33, eps = 1e-16, where the exact bound is 5.5e-19): the per-distance curve of the
+    Gaussian variant was false at d < 1e-16. The bound must not fall below the exact delta of that Gaussian."""
+    from scipy.stats import norm
+
+    from userdp.noise.mechanisms import _zcdp_log_delta_grid
+
+    rho, eps = 1e-33, 1e-16
+    mu = math.sqrt(2 * rho)  # a Gaussian of rho-zCDP: shift mu in units of sigma
+    # Phi(mu/2 - z) - e^eps Phi(-mu/2 - z), z = eps/mu, to first order in mu and eps (the rest is ~1e-34)
+    z = eps / mu
+    exact = norm.pdf(z) * mu - eps * norm.cdf(-z)
+    assert 1.9e-19 < exact < 2.1e-19
+    assert N.zcdp_delta(rho, eps) >= exact
+    assert float(np.exp(_zcdp_log_delta_grid(np.array([rho]), np.array([eps])))[0]) >= exact
+
+
+def test_l2_law_refuses_parameters_whose_sampler_cannot_stop():
+    with pytest.raises(ParameterError, match="M >= 2"):
+        L2LatticeLaw(4, 1, 4, 1)

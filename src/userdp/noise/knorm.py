@@ -65,6 +65,8 @@ class L2LatticeLaw:
             object.__setattr__(self, "c", _SMOOTH * math.isqrt(self.dim))
         if self.s < 4 or self.s & (self.s - 1) or self.T < 1 or self.c < 1:
             raise ParameterError("the l2 lattice law needs s a power of two >= 4, T >= 1, c >= 1")
+        if self.M < 2:  # the radius acceptance w A (M - 1) / ((j + i) M) would be 0: the sampler would never stop
+            raise ParameterError("the l2 lattice law needs a smoothing radius c large enough that M >= 2")
 
     # -- derived integers ---------------------------------------------------------------------
     @property

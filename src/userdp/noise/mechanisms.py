@@ -214,7 +214,8 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
         return 0.0
 
     def log_delta(a: float) -> float:
-        return (a - 1) * (a * rho - eps) + (a - 1) * math.log(a - 1) - a * math.log(a)
+        # (a-1) log(a-1) - a log a, written without the cancellation that zeroes it for a above ~1e13
+        return (a - 1) * (a * rho - eps) + (a - 1) * math.log1p(-1 / a) - math.log(a)
 
     def in_u(u: float) -> float:  # a = 1 + e^u
         return log_delta(1 + math.exp(u))
@@ -313,7 +314,7 @@ def _zcdp_log_delta_grid(rho: np.ndarray, eps: np.ndarray) -> np.ndarray:
     a = 1 + np.exp(np.linspace(-20.0, 60.0, 801))[None, :]
     r, e = np.asarray(rho, float)[:, None], np.asarray(eps, float)[:, None]
     with np.errstate(over="ignore", invalid="ignore"):
-        ld = (a - 1) * (a * r - e) + (a - 1) * np.log(a - 1) - a * np.log(a)
+        ld = (a - 1) * (a * r - e) + (a - 1) * np.log1p(-1 / a) - np.log(a)  # no cancellation at large a
     ld = np.where(np.isnan(ld), np.inf, ld)
     return np.minimum(ld.min(axis=1), 0.0)
 

@@ -51,8 +51,10 @@ def discrete_gaussian(sigma2: int, size: int | tuple[int, ...], rng: RngLike = N
     """Exact samples of the discrete Gaussian ``P(x) ∝ exp(-x^2 / (2 sigma2))`` on the integers.
 
     ``sigma2`` is an integer in ``[1, 2**28]``, or a perfect square ``w^2`` with ``w <= 2**56`` (the
-    lattice Gaussian mechanism uses ``w`` between ``2**54`` and ``2**55``). Both are conditioned on
-    ``|x| <= 32 sigma`` (probability ``1 - exp(-480)`` and more).
+    lattice Gaussian mechanism uses ``w`` between ``2**54`` and ``2**55``). The square path (every Gaussian
+    release) is conditioned on ``|x| <= 32 sigma`` (probability ``1 - exp(-480)`` and more); the general path
+    on ``|x| <= ymax`` with ``ymax = (2^31 + sigma2) / (isqrt(sigma2) + 1) - 1``, about ``9 sigma`` at
+    ``sigma2 ~ 2^28`` (tail mass about ``2e-19``), which no mechanism uses.
     """
     S = int(sigma2)
     src = resolve_rng(rng)
