@@ -146,3 +146,46 @@ def test_charge_converts_demd_releases_to_the_ledger_relation(tmp_path, capsys):
     cli_ledger.charge(argparse.Namespace(ledger=str(ledger), command="itemwise"), EMDMetricDP(2.0, 1e-8), "gkrr")
     (entry,) = json.loads(ledger.read_text())["entries"]
     assert entry["cost"] == {"kind": "ApproxDP", "epsilon": 2.0, "delta": 1e-8, "neighbours": LOCAL.value}
+
+
+def test_the_ledger_records_command_input_time_and_parameters(tmp_path, capsys, reviews):
+    """Issue 15, defect 11: each charged entry records the command as typed, the input file's name and SHA-256,
+    the time (UTC) and the parameters; `ledger show` prints them and a reloaded ledger keeps them."""
+    import hashlib
+    from datetime import UTC, datetime, timedelta
+
+    ledger = tmp_path / "ledger.json"
+    assert _init(capsys, ledger, "add-remove:5") == 0
+    argv = cli_argv.distinct(
+        reviews, "reviewer", "text", "--tokenize", "--epsilon", "1", "--seed", "3", "--ledger", str(ledger)
+    )
+    assert main(argv) == 0
+    capsys.readouterr()
+    (entry,) = json.loads(ledger.read_text())["entries"]
+    meta = entry["metadata"]
+    assert meta["command"] == "userdp " + " ".join(argv)
+    assert meta["input"] == {"name": str(reviews), "sha256": hashlib.sha256(reviews.read_bytes()).hexdigest()}
+    assert abs(datetime.fromisoformat(meta["time"]) - datetime.now(UTC)) < timedelta(minutes=5)
+    assert meta["parameters"]["epsilon"] == 1.0 and meta["parameters"]["tokenize"] is True
+    assert "ledger" not in meta["parameters"] and "func" not in meta["parameters"]
+    assert main(["ledger", "show", str(ledger)]) == 0
+    text = capsys.readouterr().out
+    assert f"input {reviews} (sha256 {meta['input']['sha256']})" in text and meta["time"] in text
+    assert main(["ledger", "show", str(ledger), "--json"]) == 0
+    (shown,) = json.loads(capsys.readouterr().out)["releases"]
+    assert shown["input"] == meta["input"] and shown["command"] == meta["command"]
+    # a second charge keeps the first entry's record (the reloaded ledger carries metadata through)
+    assert main(argv) == 0
+    capsys.readouterr()
+    first, second = json.loads(ledger.read_text())["entries"]
+    assert first["metadata"] == meta and second["metadata"]["input"] == meta["input"]
+
+
+def test_a_folder_input_is_fingerprinted_by_its_files(tmp_path):
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    (folder / "a.csv").write_text("user,item\n1,x\n")
+    one = cli_ledger.file_fingerprint(folder)
+    (folder / "b.csv").write_text("user,item\n2,y\n")
+    two = cli_ledger.file_fingerprint(folder)
+    assert one["name"] == str(folder) and one["sha256"] != two["sha256"]

@@ -14,8 +14,12 @@ an add/remove ``epsilon`` costs ``2 epsilon`` (and ``delta`` becomes ``(1 + e^ep
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import shlex
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ..errors import ParameterError
 from ..privacy import ApproxDP, Guarantee, Neighbours, PureDP, Session, guarantee_kind, guarantee_to_dict, ledger_lock
@@ -37,14 +41,60 @@ def check(args: argparse.Namespace) -> None:
         Session.load(args.ledger)
 
 
+_NOT_PARAMETERS = {"func", "argv", "ledger", "command"}
+
+
+def file_fingerprint(path: str | Path) -> dict[str, Any]:
+    """The name and SHA-256 of an input file; of a folder (a partitioned dataset), the SHA-256 over its files'
+    relative paths and contents in sorted order. The digest identifies the exact data read: it is the
+    curator's record, not a private release."""
+    p = Path(path)
+    h = hashlib.sha256()
+    if p.is_dir():
+        for f in sorted(q for q in p.rglob("*") if q.is_file()):
+            h.update(str(f.relative_to(p)).encode() + b"\0")
+            with open(f, "rb") as fh:
+                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                    h.update(block)
+    else:
+        with open(p, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return {"name": str(p), "sha256": h.hexdigest()}
+
+
+def entry_metadata(args: argparse.Namespace) -> dict[str, Any]:
+    """What the ledger records about a command-line release besides its guarantee: the command as typed, the
+    input file (name and SHA-256), the time (UTC) and the parameters."""
+    params = {
+        k: (v if isinstance(v, (str, int, float, bool)) or v is None else str(v))
+        for k, v in sorted(vars(args).items())
+        if k not in _NOT_PARAMETERS
+    }
+    meta: dict[str, Any] = {
+        "command": shlex.join(["userdp", *getattr(args, "argv", [])]),
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        "parameters": params,
+    }
+    source = getattr(args, "input", None) or getattr(args, "file", None)
+    if source is not None:
+        try:
+            meta["input"] = file_fingerprint(source)
+        except OSError as exc:
+            raise ParameterError(f"cannot read {source} to record it in the ledger ({exc.strerror})") from None
+    return meta
+
+
 def charge(args: argparse.Namespace, guarantee: Guarantee, mechanism: str) -> None:
     """Charge a computed release to ``--ledger`` (if given): under the ledger's lock, re-read it, convert the
-    guarantee into its relation, check, record and save atomically. Raises BudgetExceededError, writing
-    nothing, if it does not fit. Call this before printing or writing any released value."""
+    guarantee into its relation, check, record (with :func:`entry_metadata`) and save atomically. Raises
+    BudgetExceededError, writing nothing, if it does not fit. Call this before printing or writing any
+    released value."""
     if not getattr(args, "ledger", None):
         return
+    meta = entry_metadata(args)  # the input is hashed before the lock is taken
     with Session.locked(args.ledger) as s:
-        s.charge(guarantee, label=args.command, mechanism=mechanism)
+        s.charge(guarantee, label=args.command, mechanism=mechanism, metadata=meta)
 
 
 def _budget(text: str) -> ApproxDP:
@@ -95,6 +145,7 @@ def cmd_ledger_show(args: argparse.Namespace) -> int:
             "delivers": e.guarantee.describe().split(":")[0],
             "cost": guarantee_to_dict(e.cost),
             "costs": _short(e.cost),
+            **e.metadata,
         }
         for e in s.ledger
     ]
@@ -113,6 +164,10 @@ def cmd_ledger_show(args: argparse.Namespace) -> int:
         for r in releases:
             name = r["label"] + (f" ({r['mechanism']})" if r["mechanism"] else "")
             print(f"  {name}: delivers {r['delivers']}; costs {r['costs']}")
+            if "time" in r:
+                print(f"    at {r['time']}: {r['command']}")
+            if "input" in r:
+                print(f"    input {r['input']['name']} (sha256 {r['input']['sha256']})")
     return 0
 
 

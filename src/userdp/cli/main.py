@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # recorded in the ledger with a charged release
     try:
         ledger.check(args)  # a missing or invalid --ledger fails before any data is read
         return int(args.func(args) or 0)

@@ -64,12 +64,19 @@ def guarantee_from_dict(d: dict) -> Guarantee:
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One recorded release: the guarantee it delivered and what it cost in the session's budget."""
+    """One recorded release: the guarantee it delivered, what it cost in the session's budget, and what the
+    caller recorded about it (``metadata``: for the command line, the command, the input file's name and
+    SHA-256, the time and the parameters; see :func:`userdp.cli.ledger.charge`).
+
+    The ledger is the data curator's own record, not a release: an input file's SHA-256 identifies the exact
+    data and is not differentially private, so a ledger must not be published.
+    """
 
     label: str
     guarantee: Guarantee
     mechanism: str
     cost: Guarantee
+    metadata: dict = dataclasses.field(default_factory=dict)
 
 
 def _lock_path(path: Path) -> Path:
@@ -189,12 +196,13 @@ class Session:
         except BudgetExceededError:
             return False
 
-    def charge(self, g: Guarantee, label: str = "", mechanism: str = "") -> None:
-        """Record a release of guarantee ``g`` at its converted cost; raise :class:`BudgetExceededError`
-        (and record nothing) if it cannot be charged or does not fit."""
-        self._record(g, self.cost(g), label, mechanism)
+    def charge(self, g: Guarantee, label: str = "", mechanism: str = "", metadata: dict | None = None) -> None:
+        """Record a release of guarantee ``g`` at its converted cost, with JSON-able ``metadata`` (kept in the
+        ledger file); raise :class:`BudgetExceededError` (and record nothing) if it cannot be charged or does
+        not fit."""
+        self._record(g, self.cost(g), label, mechanism, metadata)
 
-    def _record(self, g: Guarantee, cost: Guarantee, label: str, mechanism: str) -> None:
+    def _record(self, g: Guarantee, cost: Guarantee, label: str, mechanism: str, metadata: dict | None = None) -> None:
         total = self._total_with(cost)
         if not total.fits_within(self.budget):
             converted = "" if cost is g else f" (it delivers {_head(g)})"
@@ -203,7 +211,7 @@ class Session:
                 f"the total would be {_head(total)}, over the budget {_head(self.budget)}"
             )
         self._spent = total
-        self.ledger.append(LedgerEntry(label, g, mechanism, cost))
+        self.ledger.append(LedgerEntry(label, g, mechanism, cost, dict(metadata or {})))
 
     # ---------------------------------------------------------------- persistence (the CLI's --ledger)
 
@@ -217,6 +225,7 @@ class Session:
                     "mechanism": e.mechanism,
                     "guarantee": guarantee_to_dict(e.guarantee),
                     "cost": guarantee_to_dict(e.cost),
+                    **({"metadata": e.metadata} if e.metadata else {}),
                 }
                 for e in self.ledger
             ],
@@ -238,7 +247,10 @@ class Session:
             cost = guarantee_from_dict(e["cost"])
             if cost.budget_key() != s.budget.budget_key():
                 raise ParameterError(f"entry {e.get('label', '')!r} records a cost of another kind than the budget")
-            s._record(g, cost, e.get("label", ""), e.get("mechanism", ""))
+            meta = e.get("metadata", {})
+            if not isinstance(meta, dict):
+                raise ParameterError(f"entry {e.get('label', '')!r} has metadata that is not an object")
+            s._record(g, cost, e.get("label", ""), e.get("mechanism", ""), meta)
         return s
 
     @classmethod
