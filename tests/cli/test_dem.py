@@ -134,8 +134,9 @@ def test_linear_json(files, capsys):
 @pytest.mark.parametrize(
     "extra,msg",
     [
-        (["--metric", "clustered", "--item", "item"], "needs --domain"),
         (["--metric", "greatcircle", "--items", "lat,lon"], "needs --bbox"),
+        (["--metric", "euclidean", "--items", "lat,lon"], "needs --diameter"),
+        (["--metric", "greatcircle", "--items", "lat", "--bbox", "40.5,-74.3,41,-73.65"], "two coordinate columns"),
         (
             ["--metric", "greatcircle", "--items", "lat,lon", "--bbox", "40.7,-74.3,41,-73.65"],
             "outside the declared box",
@@ -162,7 +163,7 @@ def test_one_bbox_form_on_every_command(files, capsys):
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     forms = {
         name: next(a.metavar for a in sub.choices[name]._actions if "--bbox" in a.option_strings)
-        for name in ("heatmap", "linear", "itemwise", "freq")
+        for name in ("heatmap", "linear")
     }
     assert set(forms.values()) == {"MINLAT,MINLON,MAXLAT,MAXLON"}
     argv = ["linear", str(files / "data.csv"), "--user", "user", "--items", "lat,lon", "--metric", "greatcircle"]
@@ -171,3 +172,86 @@ def test_one_bbox_form_on_every_command(files, capsys):
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main([*argv, "--box", "40.5,41,-74.3,-73.65"])
+
+
+@pytest.mark.parametrize(
+    "argv_tail,flag",
+    [
+        (
+            ["--metric", "euclidean", "--items", "lat,lon", "--diameter", "2", "--bbox", "40.5,-74.3,41,-73.65"],
+            "--bbox",
+        ),
+        (
+            ["--metric", "greatcircle", "--items", "lat,lon", "--bbox", "40.5,-74.3,41,-73.65", "--diameter", "2"],
+            "--diameter",
+        ),
+        (["--metric", "euclidean", "--items", "lat,lon", "--diameter", "2", "--query", "mean"], "--point"),
+        (
+            ["--metric", "greatcircle", "--items", "lat,lon", "--bbox", "40.5,-74.3,41,-73.65", "--r-discrete", "0.1"],
+            "--r-discrete",
+        ),
+    ],
+)
+def test_linear_refuses_options_that_do_not_apply(files, capsys, argv_tail, flag):
+    """Issue 15, defect 9: an option that does nothing in the chosen combination is refused, not ignored."""
+    argv = ["linear", str(files / "data.csv"), "--user", "user", "--alpha", "5", "--point", "40.7,-74", *argv_tail]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"userdp: error: {flag} does not apply to ") and "leave it out" in err
+
+
+@pytest.mark.parametrize("command", ["itemwise", "freq"])
+def test_clustered_commands_take_no_point_options(files, capsys, command):
+    """--items, --bbox, --diameter, --point belong to linear; itemwise and freq do not accept them."""
+    base = cli_argv.clustered(command, files / "data.csv", files / "domain.csv", "--alpha", "20", "--samples", "5")
+    for extra in (["--items", "lat,lon"], ["--bbox", "40.5,-74.3,41,-73.65"], ["--diameter", "1"], ["--point", "1,2"]):
+        with pytest.raises(SystemExit) as exc:
+            main([*base, "--delta", "1e-6", *extra])
+        assert exc.value.code == 2 and "unrecognized arguments" in capsys.readouterr().err
+    assert main([*base, "--delta", "1e-6", "--r-discrete", "0.1", "--samples", "5", "--json"]) == 0
+    capsys.readouterr()
+    assert main([*cli_argv.clustered(command, files / "data.csv", files / "domain.csv", "--alpha", "20"),
+                 "--r-discrete", "0.1"]) == 2  # fmt: skip
+    assert "--r-discrete" in capsys.readouterr().err
+
+
+def test_unequal_clusters_are_refused_from_the_domain_file_before_the_data(files, capsys):
+    """Issue 15, defect 9: the clustered metric's equal-size rule is said in --help and checked on the public
+    domain file before any data is read (the data file here does not even exist)."""
+    bad = files / "bad_domain.csv"
+    bad.write_text("item,cluster\nA0,A\nA1,A\nB0,B\n")
+    argv = cli_argv.clustered("freq", files / "missing.csv", bad, "--alpha", "20", "--samples", "5", "--delta", "1e-6")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "clusters of equal size" in err and "[1, 2]" in err and "pad" in err and "missing.csv" not in err
+    from userdp.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and isinstance(a.choices, dict))
+    assert "same number of items" in sub.choices["freq"].format_help()
+
+
+@pytest.mark.parametrize("command", ["itemwise", "freq"])
+def test_top_items_with_intervals(files, capsys, command):
+    """Issue 15, defect 8: the top K by the unbiased estimate, each with its simultaneous interval; itemwise's
+    estimate is the unbiased one (the raw randomized histogram is reported as released_histogram)."""
+    base = cli_argv.clustered(command, files / "data.csv", files / "domain.csv", "--alpha", "60", "--samples", "20")
+    out = _run(capsys, [*base, "--delta", "1e-6", "--json", "--seed", "4", "--top", "3", "--beta", "0.1"])
+    top, w = out["top"], out["interval_halfwidth"]
+    assert len(top) == 3 and out["interval_confidence"] == pytest.approx(0.9) and w > 0
+    unbiased = out["unbiased"] if command == "freq" else out["estimate"]
+    assert [t["item"] for t in top] == sorted(unbiased, key=lambda k: -unbiased[k])[:3]
+    for t in top:
+        assert t["estimate"] == pytest.approx(unbiased[t["item"]])
+        assert t["low"] == pytest.approx(max(t["estimate"] - w, 0)) and t["high"] == pytest.approx(
+            min(t["estimate"] + w, 1)
+        )
+        assert t["distinguishable_from_zero"] == (t["estimate"] - w > 0)
+    if command == "itemwise":
+        assert sum(out["released_histogram"].values()) == pytest.approx(1.0)
+        assert out["released_histogram"] != out["estimate"]
+    assert main([*base, "--delta", "1e-6", "--seed", "4", "--top", "3"]) == 0
+    text = capsys.readouterr().out
+    assert "95% interval" in text and "largest of 12 items" in text and "noise" in text
+    for bad, msg in ((["--top", "0"], "--top"), (["--beta", "1"], "--beta")):
+        assert main([*base, "--delta", "1e-6", *bad]) == 2
+        assert msg in capsys.readouterr().err

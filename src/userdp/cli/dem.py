@@ -24,7 +24,7 @@ def _request(args: argparse.Namespace) -> dict:
         "delta": args.delta,
         "model": args.model,
         "samples": args.samples,
-        "r": args.r_discrete,
+        "r": 0.05 if args.r_discrete is None else args.r_discrete,
         "allow_weaker": args.allow_weaker,
         "engine": args.engine,
         "rng": args.seed,
@@ -32,36 +32,49 @@ def _request(args: argparse.Namespace) -> dict:
     }
 
 
+def _refuse_unused(unused: dict[str, str | None]) -> None:
+    """Refuse options given explicitly that do nothing in this combination (a silent no-op misleads):
+    ``unused`` maps each option to the reason it does not apply, or None where it does."""
+    for name, reason in unused.items():
+        if reason:
+            raise ParameterError(f"{name} does not apply to {reason}; leave it out")
+
+
+def _without_samples(args: argparse.Namespace) -> str | None:
+    return "a release without --samples" if args.samples is None and args.r_discrete is not None else None
+
+
 def _point_space(args: argparse.Namespace):
-    """The metric of ``--metric greatcircle|euclidean`` and the coordinate columns."""
-    if args.metric == "clustered":
-        if not args.domain:
-            raise ParameterError("--metric clustered needs --domain FILE (public columns item, cluster)")
-        raise ParameterError(
-            "userdp linear supports --metric greatcircle or euclidean; for a query on a finite domain use "
-            "userdp.releases.linear with item= and a query on item codes"
-        )
-    if args.items is None:
-        raise ParameterError(f"--metric {args.metric} needs --items COL1,COL2 (point coordinates)")
-    cols = tuple(args.items.split(","))
+    """The metric of ``--metric greatcircle|euclidean`` and the coordinate columns; options that belong to the
+    other metric or query are refused."""
+    euclidean, greatcircle = args.metric == "euclidean", args.metric == "greatcircle"
+    _refuse_unused(
+        {
+            "--bbox": "--metric euclidean" if euclidean and args.bbox is not None else None,
+            "--diameter": "--metric greatcircle" if greatcircle and args.diameter is not None else None,
+            "--point": "--query mean" if args.query == "mean" and args.point is not None else None,
+            "--r-discrete": _without_samples(args),
+        }
+    )
+    cols = tuple(c.strip() for c in args.items.split(","))
     if args.metric == "greatcircle":
         if not args.bbox:
             raise ParameterError(f"--metric greatcircle needs --bbox {BBOX_FORM} (public)")
+        if len(cols) != 2:
+            raise ParameterError("--metric greatcircle needs --items LAT,LON (two coordinate columns)")
         return GreatCircleMetric(parse_bbox(args.bbox)), cols
-    if args.metric == "euclidean":
-        if not args.diameter:
-            raise ParameterError("--metric euclidean needs --diameter D (public)")
-        return EuclideanMetric(len(cols), args.diameter), cols
-    raise ParameterError("userdp linear supports --metric greatcircle or euclidean")
+    if args.diameter is None:
+        raise ParameterError("--metric euclidean needs --diameter D (public)")
+    return EuclideanMetric(len(cols), args.diameter), cols
 
 
-def _clustered(args: argparse.Namespace, command: str):
-    if args.metric != "clustered":
-        raise ParameterError(f"userdp {command} supports --metric clustered")
-    if not args.domain:
-        raise ParameterError("--metric clustered needs --domain FILE (public columns item, cluster)")
-    if args.item is None:
-        raise ParameterError("--metric clustered needs --item COLUMN")
+def _clustered(args: argparse.Namespace):
+    """The public clustered metric and domain of ``--domain`` (read and checked before any data)."""
+    _refuse_unused({"--r-discrete": _without_samples(args)})
+    if not 0 < args.beta < 1:
+        raise ParameterError(f"--beta must lie in (0, 1), got {args.beta:g}")
+    if args.top < 1:
+        raise ParameterError(f"--top must be at least 1, got {args.top}")
     space, domain, _ = releases.clustered_domain_from_table(args.domain, args.r)
     return space, domain
 
@@ -80,28 +93,59 @@ def cmd_linear(args: argparse.Namespace) -> int:
     return _emit(args, rel, est, extra)
 
 
+def _top(rel, domain, k: int) -> tuple[dict, list[dict]]:
+    """Every item's unbiased estimate, and the ``k`` largest with their simultaneous intervals (clipped to
+    [0, 1], where every true share lies)."""
+    H = np.asarray(rel.extras["unbiased"], dtype=np.float64)
+    w = rel.extras["interval_halfwidth"]
+    labels = [str(x) for x in domain.labels]
+    order = np.argsort(-H, kind="stable")[:k]
+    top = [
+        {
+            "item": labels[i],
+            "estimate": float(H[i]),
+            "low": float(max(H[i] - w, 0.0)),
+            "high": float(min(H[i] + w, 1.0)),
+            "distinguishable_from_zero": bool(H[i] - w > 0),
+        }
+        for i in order
+    ]
+    return {labels[i]: float(v) for i, v in enumerate(H)}, top
+
+
 def cmd_itemwise(args: argparse.Namespace) -> int:
-    space, domain = _clustered(args, "itemwise")
-    rel = releases.itemwise(args.file, space, domain, args.alpha, item=args.item, **_request(args))
-    est = {str(domain.labels[i]): float(v) for i, v in enumerate(rel.value)}
-    return _emit(args, rel, est, {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "m": rel.params["m"]})
+    space, domain = _clustered(args)
+    rel = releases.itemwise(args.file, space, domain, args.alpha, item=args.item, beta=args.beta, **_request(args))
+    unbiased, top = _top(rel, domain, args.top)
+    released = {str(domain.labels[i]): float(v) for i, v in enumerate(rel.value)}
+    extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "m": rel.params["m"]}
+    return _emit(args, rel, unbiased, {**extra, "released_histogram": released}, top)
 
 
 def cmd_freq(args: argparse.Namespace) -> int:
-    space, domain = _clustered(args, "freq")
-    rel = releases.frequency(args.file, space, domain, args.alpha, item=args.item, **_request(args))
+    space, domain = _clustered(args)
+    rel = releases.frequency(args.file, space, domain, args.alpha, item=args.item, beta=args.beta, **_request(args))
+    unbiased, top = _top(rel, domain, args.top)
     est = {str(domain.labels[i]): float(v) for i, v in enumerate(rel.value)}
-    return _emit(args, rel, est, {"alpha0": rel.params["alpha0"], "route": rel.params["route"]})
+    extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "unbiased": unbiased}
+    return _emit(args, rel, est, extra, top)
 
 
 _FIELDS = ("requested", "delivered", "inner_alpha", "inner_delta", "inner_delta_prime", "guarantee_warning")
 
 
-def _emit(args: argparse.Namespace, rel, estimate, extra: dict) -> int:
+def _emit(args: argparse.Namespace, rel, estimate, extra: dict, top: list[dict] | None = None) -> int:
     charge(args, rel)  # before anything is shown: if refused, nothing is
     fields = {k: rel.extras[k] for k in _FIELDS if k in rel.extras}
     extra = {**extra, "engine": args.engine, **fields}
     out = {"mechanism": rel.mechanism, "guarantee": rel.guarantee.describe(), "estimate": estimate, **extra}
+    if top is not None:
+        out.update(
+            top=top,
+            interval_halfwidth=rel.extras["interval_halfwidth"],
+            interval_confidence=rel.extras["interval_confidence"],
+            error=rel.error.description,
+        )
     if args.json:
         warn_seed(args, out)
         print_json(out)
@@ -117,35 +161,31 @@ def _emit(args: argparse.Namespace, rel, estimate, extra: dict) -> int:
     con.print(f"delivered: {rel.guarantee.describe()}")
     t = Table(show_header=False)
     for k, v in extra.items():
-        if k not in ("requested", "delivered", "guarantee_warning"):
+        if k not in ("requested", "delivered", "guarantee_warning", "released_histogram", "unbiased"):
             t.add_row(k, str(v))
     con.print(t)
-    if isinstance(estimate, dict):
-        et = Table("item", "estimate")
-        for k, v in list(estimate.items())[:40]:
-            et.add_row(str(k), f"{v:.5f}")
-        con.print(et)
-    else:
+    if top is None:
         con.print(f"estimate: {estimate}")
+        return 0
+    conf = rel.extras["interval_confidence"]
+    et = Table("item", "estimated share", f"{conf:.0%} interval (all items at once)", "")
+    for row in top:
+        note = "" if row["distinguishable_from_zero"] else "could be 0: noise"
+        et.add_row(row["item"], f"{row['estimate']:.4f}", f"[{row['low']:.4f}, {row['high']:.4f}]", note)
+    con.print(et)
+    con.print(
+        f"The {len(top)} largest of {len(estimate)} items by the unbiased estimate. Every estimate carries noise "
+        f"from the randomized response: with probability {conf:.0%}, every item's true share lies within "
+        f"±{rel.extras['interval_halfwidth']:.4f} of its estimate. An item whose interval reaches 0 may not occur "
+        "at all; `--json` gives every item."
+    )
     return 0
 
 
 def add_parser(sub) -> None:
-    def common(p: argparse.ArgumentParser) -> None:
+    def request(p: argparse.ArgumentParser) -> None:
         p.add_argument("file", help="CSV, Parquet or JSON-lines file, one record per item")
         p.add_argument("--user", required=True, help="user column")
-        p.add_argument("--item", default=None, help="item id column (finite domains)")
-        p.add_argument("--items", default=None, help="comma-separated coordinate columns (points)")
-        p.add_argument(
-            "--metric",
-            required=True,
-            choices=["clustered", "greatcircle", "euclidean"],
-            help="the metric between items: clustered (a public domain file), greatcircle (lat/lon) or euclidean",
-        )
-        p.add_argument("--domain", default=None, help="clustered: public domain file with columns item,cluster")
-        p.add_argument("--r", type=float, default=0.1, help="clustered: within-cluster distance (default 0.1)")
-        add_bbox(p, required=False, purpose="greatcircle: ")
-        p.add_argument("--diameter", type=float, default=None, help="euclidean: public diameter")
         p.add_argument("--alpha", type=float, required=True, help="the requested alpha of the d_EM-DP guarantee")
         p.add_argument(
             "--delta",
@@ -165,7 +205,9 @@ def add_parser(sub) -> None:
             default=None,
             help="BoundedEMDReduction: S samples per user; the guarantee is then (alpha r, delta, r)-discrete",
         )
-        p.add_argument("--r-discrete", type=float, default=0.05, help="with --samples: r of the discrete guarantee")
+        p.add_argument(
+            "--r-discrete", type=float, default=None, help="with --samples: r of the discrete guarantee (default 0.05)"
+        )
         p.add_argument(
             "--allow-weaker",
             action="store_true",
@@ -179,7 +221,16 @@ def add_parser(sub) -> None:
         epilog="example:\n  userdp linear checkins.csv --user user --items lat,lon --metric greatcircle \\\n"
         "      --bbox 40.5,-74.3,41,-73.65 --point 40.758,-73.9855 --alpha 25",
     )
-    common(li)
+    request(li)
+    li.add_argument("--items", required=True, help="comma-separated coordinate columns (lat,lon for greatcircle)")
+    li.add_argument(
+        "--metric",
+        required=True,
+        choices=["greatcircle", "euclidean"],
+        help="the metric between points: greatcircle (lat/lon, km; needs --bbox) or euclidean (needs --diameter)",
+    )
+    add_bbox(li, required=False, purpose="greatcircle: ")
+    li.add_argument("--diameter", type=float, default=None, help="euclidean: the public diameter of the points")
     li.add_argument(
         "--query",
         choices=["mean", "distance"],
@@ -188,19 +239,41 @@ def add_parser(sub) -> None:
     )
     li.add_argument("--point", default=None, help="--query distance: the public point (lat,lon or x,y)")
     li.set_defaults(func=cmd_linear)
+
+    def clustered(p: argparse.ArgumentParser) -> None:
+        request(p)
+        p.add_argument("--item", required=True, help="item column (its values are labels of the --domain file)")
+        p.add_argument(
+            "--domain",
+            required=True,
+            help="public domain file with columns item,cluster; every cluster must hold the same number of items "
+            "(pad a small cluster with placeholder items that never occur)",
+        )
+        p.add_argument(
+            "--metric",
+            choices=["clustered"],
+            default="clustered",
+            help="the metric between items: 0 for the same item, r within a cluster, 1 across clusters",
+        )
+        p.add_argument("--r", type=float, default=0.1, help="clustered: the distance between items of one cluster")
+        p.add_argument("--top", type=int, default=10, help="print the K items with the largest estimates")
+        p.add_argument(
+            "--beta", type=float, default=0.05, help="the intervals hold for all items at once with probability 1-beta"
+        )
+
     it = sub.add_parser(
         "itemwise",
-        help="PrivEMDItemWise with GKRR on a clustered metric",
-        epilog="example:\n  userdp itemwise data.csv --user user --item item --metric clustered \\\n"
-        "      --domain domain.csv --alpha 20 --delta 1e-6 --model central",
+        help="PrivEMDItemWise with GKRR on a clustered metric: every item randomized, the top items estimated",
+        epilog="example:\n  userdp itemwise data.csv --user user --item item --domain domain.csv \\\n"
+        "      --alpha 20 --delta 1e-6 --model central",
     )
-    common(it)
+    clustered(it)
     it.set_defaults(func=cmd_itemwise)
     fr = sub.add_parser(
         "freq",
-        help="frequency estimation (FreqEstLocal + GKRR) on a clustered metric",
-        epilog="example:\n  userdp freq data.csv --user user --item item --metric clustered \\\n"
-        "      --domain domain.csv --alpha 20 --delta 1e-6 --samples 50",
+        help="frequency estimation (FreqEstLocal + GKRR) on a clustered metric, top items with intervals",
+        epilog="example:\n  userdp freq data.csv --user user --item item --domain domain.csv \\\n"
+        "      --alpha 20 --delta 1e-6 --samples 50",
     )
-    common(fr)
+    clustered(fr)
     fr.set_defaults(func=cmd_freq)

@@ -36,6 +36,7 @@ __all__ = [
     "composition_epsilon0",
     "rr_composition_delta",
     "demd_error",
+    "gkrr_interval_halfwidth",
 ]
 
 
@@ -119,6 +120,52 @@ def freq_est_gkrr(
 # --------------------------------------------------------------------------------------------
 # Baselines
 # --------------------------------------------------------------------------------------------
+
+
+def gkrr_interval_halfwidth(gk: GKRR, n_items: int, beta: float = 0.05, sampled: bool = False) -> float:
+    """Half-width ``w`` of simultaneous confidence intervals ``H_j ± w`` for every item ``j`` of the unbiased
+    estimate ``H = v A^{-1}`` of Algorithm 4, from GKRR's known noise law alone (no data-dependent quantity).
+
+    ``H_j`` is the mean of ``N = n_items`` independent terms ``T_i = (A^{-1})[y_i, j]``, where ``y_i`` is the
+    randomized ``i``-th item (``A`` is symmetric; ``(A^{-1})[y, j]`` takes three values, for ``y = j``, ``y``
+    in ``j``'s cluster, ``y`` elsewhere). Given the true item ``x_i``, ``E[T_i] = 1[x_i = j]``; the variance of
+    ``T_i`` is at most ``V = max_x Var_{y ~ A[x]}(T)``, and ``|T_i - E T_i| <= M``, the largest distance
+    between a value of ``T`` and ``{0, 1}``. Bernstein's inequality with a union bound over the ``k`` items
+    gives ``P(max_j |H_j - h_j| > w) <= beta`` for
+
+    ``w = (M L / 3 + sqrt((M L / 3)^2 + 2 N V L)) / N``, ``L = ln(2 k / beta)``,
+
+    where ``h`` is the histogram of the randomized items' true values. With ``sampled=True``
+    (BoundedEMDReduction: every user's items are drawn with replacement, independently), ``x_i`` is random
+    too, ``E[T_i]`` is the user's share of ``j``, ``h`` is the average over users of their shares, and the
+    variance gains at most ``1/4`` (the variance of ``1[x_i = j]``).
+
+    The interval is for ``H`` before the projection onto the simplex; the projection moves every coordinate
+    by the same shift (then clips at 0), so it is reported beside ``H``, not inside this interval.
+    """
+    if n_items < 1:
+        raise ParameterError("the interval needs at least one randomized item")
+    if not 0 < beta < 1:
+        raise ParameterError(f"beta must lie in (0, 1), got {beta}")
+    space = gk.space
+    k, t = space.size, space.cluster_size
+    row = gk.unbiased_estimate(np.eye(k)[0])  # (A^{-1})[0, :]: the three values
+    c_same, c_in, c_out = row[0], (row[1] if t > 1 else row[0]), (row[t] if k > t else row[0])
+    ps, pi, po = gk.probabilities()
+    # the law of the relation of y to j, for each relation of the true x to j (same item, same cluster, other)
+    laws = [(ps, (t - 1) * pi, (k - t) * po)]
+    if t > 1:
+        laws.append((pi, ps + (t - 2) * pi, (k - t) * po))
+    if k > t:
+        laws.append((po, (t - 1) * po, 1.0 - t * po))
+    vals = np.array([c_same, c_in, c_out])
+    var = max(float(np.dot(q, vals**2) - np.dot(q, vals) ** 2) for q in map(np.asarray, laws))
+    if sampled:
+        var += 0.25
+    m_bound = float(max(np.abs(vals).max(), np.abs(vals - 1.0).max()))
+    L = math.log(2 * k / beta)
+    a = m_bound * L / 3
+    return float((a + math.sqrt(a * a + 2 * n_items * var * L)) / n_items)
 
 
 def rr_composition_delta(epsilon0: float, m: int, epsilon: float) -> float:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..data import FiniteDomain, table_of
 from ..dem import GKRR, itemwise_guarantee, linear_release, project_simplex
+from ..dem.frequency import gkrr_interval_halfwidth
 from ..dem.linear import _check_linear
 from ..engines import Columns, Engine, get_engine
 from ..errors import DataError, ParameterError
@@ -85,7 +86,10 @@ def clustered_domain_from_table(source: Any, r: float) -> tuple[ClusteredMetric,
         order.setdefault(c, []).append(it)
     sizes = {len(v) for v in order.values()}
     if len(sizes) != 1:
-        raise DataError(f"the clustered metric needs clusters of equal size; the domain file has sizes {sorted(sizes)}")
+        raise DataError(
+            f"the clustered metric needs clusters of equal size; the public domain file has cluster sizes "
+            f"{sorted(sizes)}: pad the smaller clusters with placeholder items that never occur"
+        )
     labels = [it for c in order for it in order[c]]
     space = ClusteredMetric(len(order), sizes.pop(), r)
     return space, FiniteDomain(np.array(labels, dtype=object)), np.array(list(order), dtype=object)
@@ -211,6 +215,7 @@ def itemwise(
     allow_weaker: bool = False,
     engine: Engine | str | None = None,
     rng: RngLike = None,
+    beta: float = 0.05,
 ) -> Release:
     """PrivEMDItemWise (Algorithm 2) with GKRR on the clustered metric ``space`` over the public ``domain``.
 
@@ -218,12 +223,39 @@ def itemwise(
     items (normalized), which is the released multisets' content. ``alpha_0`` is the accountant's best
     calibration for the inner target (local, or the shuffle model with ``model="central"``). Other parameters
     as in :func:`linear`; every user must hold the same number of items unless ``samples`` is given.
+
+    The value is the released items' histogram, pulled toward uniform within clusters by the noise; the
+    extras carry, as post-processing of it, the ``unbiased`` estimate of the true histogram and the
+    ``interval_halfwidth`` of its simultaneous ``1 - beta`` confidence intervals
+    (:func:`~userdp.dem.frequency.gkrr_interval_halfwidth`).
     """
+    _check_beta(beta)
     gk, counts, g, params, fields = _randomized_counts(
         source, space, domain, alpha, delta, model, samples, r, allow_weaker, user, item, engine, rng
     )
     hist = counts / counts.sum()
-    return Release(hist, g, "PrivEMDItemWise (Algorithm 2)", params, None, {"counts": counts, **fields})
+    err, ci = _intervals(gk, counts, samples, beta)
+    extras = {"counts": counts, "unbiased": gk.unbiased_estimate(hist), **ci, **fields}
+    return Release(hist, g, "PrivEMDItemWise (Algorithm 2)", params, err, extras)
+
+
+def _check_beta(beta: float) -> None:
+    if not (isinstance(beta, (int, float)) and 0 < beta < 1):
+        raise ParameterError(f"beta (the intervals' failure probability) must lie in (0, 1), got {beta!r}")
+
+
+def _intervals(gk: GKRR, counts: np.ndarray, samples: int | None, beta: float):
+    """The error statement and the interval extras of a GKRR histogram of ``counts.sum()`` randomized items
+    (public under d_EM-DP, whose neighbouring datasets have the same users and sizes)."""
+    w = gkrr_interval_halfwidth(gk, int(counts.sum()), beta, sampled=samples is not None)
+    target = "users' average item shares" if samples is not None else "histogram of all items"
+    err = ErrorStatement(
+        f"with probability >= {1 - beta:g}, every item's unbiased estimate lies within ±{w:.4g} of the true "
+        f"{target} (simultaneous intervals from GKRR's noise law, Bernstein's inequality)",
+        bound=w,
+        confidence=1 - beta,
+    )
+    return err, {"interval_halfwidth": w, "interval_confidence": 1 - beta}
 
 
 def frequency(
@@ -241,15 +273,19 @@ def frequency(
     allow_weaker: bool = False,
     engine: Engine | str | None = None,
     rng: RngLike = None,
+    beta: float = 0.05,
 ) -> Release:
     """Frequency estimation (FreqEstLocal, Algorithm 4; central: Corollary 6.8) with GKRR: the unbiased
-    estimate ``H = v A^{-1}`` of the released histogram ``v``, projected onto the simplex. Parameters as in
+    estimate ``H = v A^{-1}`` of the released histogram ``v``, projected onto the simplex (Theorem 6.6 /
+    Corollary 6.8 bound its d_EM error). The extras carry ``unbiased`` (``H`` before the projection) and the
+    ``interval_halfwidth`` of simultaneous ``1 - beta`` confidence intervals around it. Parameters as in
     :func:`itemwise`."""
+    _check_beta(beta)
     gk, counts, g, params, fields = _randomized_counts(
         source, space, domain, alpha, delta, model, samples, r, allow_weaker, user, item, engine, rng
     )
     H = gk.unbiased_estimate(counts / counts.sum())
     central = Model(model) is Model.CENTRAL
     name = f"FreqEst{' (central, Corollary 6.8)' if central else 'Local'} + GKRR (Algorithm 4)"
-    err = ErrorStatement("unbiased before projection; see Theorem 6.6 / Corollary 6.8 for the d_EM error bound")
-    return Release(project_simplex(H), g, name, params, err, {"unbiased": H, **fields})
+    err, ci = _intervals(gk, counts, samples, beta)
+    return Release(project_simplex(H), g, name, params, err, {"unbiased": H, **ci, **fields})
