@@ -133,12 +133,23 @@ def test_every_option_has_help_and_every_release_command_an_example():
 
     from userdp.cli import build_parser
 
+    def walk(parser, name):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub_name, sub_parser in action.choices.items():
+                    yield from walk(sub_parser, f"{name} {sub_name}")
+            elif action.dest != "help":
+                yield name, action
+
+    for name, action in walk(build_parser(), "userdp"):  # nested commands (account, ledger) included
+        assert action.help, f"{name} {(action.option_strings or [action.dest])[0]} has no help"
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     for name, parser in sub.choices.items():
-        for action in parser._actions:
-            if action.option_strings and action.dest != "help":
-                assert action.help, f"userdp {name} {action.option_strings[0]} has no help"
         if name in ("heatmap", "distinct", "linear", "itemwise", "freq", "audit"):
             assert "example:" in parser.format_help() and f"userdp {name} " in parser.epilog
+    for group, names in (("account", ("shuffle", "calibrate", "reduction")), ("ledger", ("init", "show"))):
+        nested = next(a for a in sub.choices[group]._actions if isinstance(a, argparse._SubParsersAction))
+        for name in names:
+            assert f"userdp {group} {name} " in nested.choices[name].epilog
     help_text = sub.choices["distinct"].format_help()
     assert "(default: 0.05)" in help_text and "(default: None)" not in help_text

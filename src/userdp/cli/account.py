@@ -86,28 +86,40 @@ def _population_args(p: argparse.ArgumentParser) -> None:
 def add_parser(sub) -> None:
     acc = sub.add_parser("account", help="d_EM-DP accounting for PrivEMDItemWise and BoundedEMDReduction")
     asub = acc.add_subparsers(dest="account_command", required=True)
-    sh = asub.add_parser("shuffle", help="Theorem 4.4: (alpha, delta') from alpha_0")
-    sh.add_argument("--alpha0", type=float, required=True)
+    sh = asub.add_parser(
+        "shuffle",
+        help="Theorem 4.4: (alpha, delta') from alpha_0",
+        epilog="example:\n  userdp account shuffle --alpha0 2 --m 10 --n 10000 --delta 1e-6",
+    )
+    sh.add_argument("--alpha0", type=float, required=True, help="the item-level parameter of each randomized item")
     _population_args(sh)
     sh.add_argument("--delta", type=float, required=True, help="the delta inside Theorem 4.4's h")
     sh.add_argument("--plot", default=None, help="write the per-distance curve to this PNG")
     sh.add_argument("--numerical", action="store_true", help="the numerical amplification bound (tighter)")
-    sh.add_argument("--json", action="store_true")
+    sh.add_argument("--json", action="store_true", help="print the result as one JSON object")
     sh.set_defaults(func=cmd_account_shuffle)
-    ca = asub.add_parser("calibrate", help="largest alpha_0 for a target (alpha, delta')")
-    ca.add_argument("--alpha", type=float, required=True)
+    ca = asub.add_parser(
+        "calibrate",
+        help="largest alpha_0 for a target (alpha, delta')",
+        epilog="example:\n  userdp account calibrate --alpha 20 --m 10 --n 10000 --delta 1e-6",
+    )
+    ca.add_argument("--alpha", type=float, required=True, help="the target alpha of the user-level d_EM guarantee")
     _population_args(ca)
     ca.add_argument("--delta", type=float, required=True, help="the target delta'")
     ca.add_argument(
         "--route", default="best", help="best (default), theorem 4.4, eq. (6), eq. (7), composition, numerical"
     )
     ca.add_argument("--numerical", action="store_true", help="also try the numerical bound (takes seconds)")
-    ca.add_argument("--json", action="store_true")
+    ca.add_argument("--json", action="store_true", help="print the result as one JSON object")
     ca.set_defaults(func=cmd_account_calibrate)
-    rd = asub.add_parser("reduction", help="Theorem 5.3 / 1.3 for BoundedEMDReduction")
+    rd = asub.add_parser(
+        "reduction",
+        help="Theorem 5.3 / 1.3 for BoundedEMDReduction",
+        epilog="example:\n  userdp account reduction --epsilon 1 --r 0.05 --delta 1e-6",
+    )
     rd.add_argument("--epsilon", type=float, required=True, help="the discrete epsilon of the guarantee")
-    rd.add_argument("--r", type=float, required=True)
-    rd.add_argument("--delta", type=float, required=True)
+    rd.add_argument("--r", type=float, required=True, help="r of the discrete guarantee (distances below r)")
+    rd.add_argument("--delta", type=float, required=True, help="the delta of the discrete guarantee")
     rd.add_argument("--s", type=int, default=None, help="samples per user (default: the smallest, Theorem 1.3)")
-    rd.add_argument("--json", action="store_true")
+    rd.add_argument("--json", action="store_true", help="print the result as one JSON object")
     rd.set_defaults(func=cmd_account_reduction)

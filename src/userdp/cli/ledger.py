@@ -174,8 +174,12 @@ def cmd_ledger_show(args: argparse.Namespace) -> int:
 def add_parser(sub) -> None:
     le = sub.add_parser("ledger", help="a privacy budget that persists across runs (--ledger FILE)")
     lsub = le.add_subparsers(dest="ledger_command", required=True)
-    ini = lsub.add_parser("init", help="create a ledger with one user-level budget")
-    ini.add_argument("path")
+    ini = lsub.add_parser(
+        "init",
+        help="create a ledger with one user-level budget",
+        epilog="example:\n  userdp ledger init budget.json --budget replace:4:1e-6",
+    )
+    ini.add_argument("path", help="the ledger file to create (JSON)")
     ini.add_argument(
         "--budget",
         action="append",
@@ -185,7 +189,11 @@ def add_parser(sub) -> None:
     )
     ini.add_argument("--force", action="store_true", help="replace an existing ledger")
     ini.set_defaults(func=cmd_ledger_init)
-    sh = lsub.add_parser("show", help="the budget, spending, what is left, and each release's cost")
-    sh.add_argument("path")
-    sh.add_argument("--json", action="store_true")
+    sh = lsub.add_parser(
+        "show",
+        help="the budget, spending, what is left, and each release's cost",
+        epilog="example:\n  userdp ledger show budget.json",
+    )
+    sh.add_argument("path", help="the ledger file")
+    sh.add_argument("--json", action="store_true", help="print the ledger as one JSON object")
     sh.set_defaults(func=cmd_ledger_show)

@@ -8,7 +8,7 @@ import sys
 
 from .. import __version__
 from ..errors import UserDPError
-from . import account, audit, dem, demo, distinct, heatmap, ledger
+from . import account, audit, completion, dem, demo, distinct, heatmap, ledger
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="userdp", description="User-level differential privacy.")
     p.add_argument("--version", action="version", version=f"userdp {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for group in (demo, account, audit, distinct, dem, heatmap, ledger):
+    for group in (demo, account, audit, distinct, dem, heatmap, ledger, completion):
         group.add_parser(sub)
     return p
 

@@ -1,0 +1,52 @@
+"""``userdp completion bash|zsh|tcsh``: a shell-completion script generated from the command line's own parser
+(with `shtab <https://github.com/iterative/shtab>`_), so it completes every subcommand, option and choice of
+this version, and file names where a file is expected.
+
+Install for bash::
+
+    userdp completion bash > ~/.local/share/bash-completion/completions/userdp
+
+or for zsh (a folder on ``$fpath``)::
+
+    userdp completion zsh > ~/.zfunc/_userdp
+"""
+
+from __future__ import annotations
+
+import argparse
+
+SHELLS = ("bash", "zsh", "tcsh")
+# the options and positionals whose values are paths: completed as file names
+_FILE_DESTS = {"input", "file", "path", "out", "domain", "ledger", "plot"}
+
+
+def _mark_files(parser: argparse.ArgumentParser) -> None:
+    import shtab
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _mark_files(sub)
+        elif action.dest in _FILE_DESTS:
+            action.complete = shtab.FILE  # type: ignore[attr-defined]
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    import shtab
+
+    from .main import build_parser
+
+    parser = build_parser()
+    _mark_files(parser)
+    print(shtab.complete(parser, shell=args.shell), end="")
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "completion",
+        help="print a shell-completion script (bash, zsh or tcsh)",
+        epilog="example:\n  userdp completion bash > ~/.local/share/bash-completion/completions/userdp",
+    )
+    p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+    p.set_defaults(func=cmd_completion)
