@@ -33,10 +33,10 @@ from userdp.heatmaps import (
     dp_sparse_emd_agg,
     gaussian_heatmap,
     laplace_heatmap,
-    render,
     user_grid_sum,
 )
 from userdp.noise import RandomSource
+from userdp.report.maps import MapPanel, left_out_label, render_maps
 
 OUT = Path(__file__).resolve().parent / "results"
 BOXES = {  # (lat_min, lat_max, lon_min, lon_max), from a map of New York City
@@ -127,10 +127,17 @@ def main() -> None:
         print(f"eps = {eps}: done ({time.time() - t0:.0f} s)")
         if eps in (1, 10):
             sig = 2.0
-            render(
-                {"true (non-private)": truth, **{k: gaussian_heatmap(v, sig) for k, v in outs.items()}},
+            kinds = ["sparse", "laplace", "threshold", "threshold", "dense", "sparse"]  # the order of ALGOS
+            render_maps(
+                [MapPanel(truth, "true (non-private)", left_out=left_out_label("truth"))]
+                + [
+                    MapPanel(gaussian_heatmap(v, sig), k, left_out=left_out_label(kind, top))
+                    for (k, v), kind, top in zip(outs.items(), kinds, [None, None, 1.0, 0.1, None, None], strict=True)
+                ],
                 OUT / f"heatmaps_example_eps{eps:g}.png",
-                title=f"{name}, 200 users, eps = {eps:g}, Delta = 256",
+                box,
+                title=f"{name}, 200 users, ε = {eps:g}, Δ = 256 cells a side, Gaussian filter σ = {sig:g} "
+                "cells; each map has its own colour scale",
             )
     if args.only == "all":
         df1 = pd.DataFrame(rows)

@@ -74,8 +74,9 @@ def test_resolution_is_capped_before_any_data_is_read(tmp_path, capsys):
     assert "largest supported, 8192" in capsys.readouterr().err  # not "no such file": the data is never read
 
 
-def test_readme_heatmap_command_runs_on_the_bundled_data(tmp_path, capsys, monkeypatch):
-    """The `userdp heatmap checkins.csv ...` command README.md shows runs as written on the bundled check-ins."""
+def test_docs_heatmap_command_runs_on_the_bundled_data(tmp_path, capsys, monkeypatch):
+    """The `userdp heatmap checkins.csv ...` command docs/reference/heatmaps.md shows runs as written on the bundled
+    check-ins."""
     import re
     import shlex
     from pathlib import Path
@@ -84,8 +85,8 @@ def test_readme_heatmap_command_runs_on_the_bundled_data(tmp_path, capsys, monke
 
     from userdp.datasets import foursquare_nyc
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    command = re.search(r"^userdp heatmap checkins\.csv .*?--json$", readme, re.M | re.S).group(0)
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "heatmaps.md").read_text()
+    command = re.search(r"^userdp heatmap checkins\.csv .*?--json$", page, re.M | re.S).group(0)
     monkeypatch.chdir(tmp_path)
     pcsv.write_csv(foursquare_nyc().to_arrow(), "checkins.csv")
     assert main(shlex.split(command.replace("\\\n", " "))[1:]) == 0
@@ -120,3 +121,32 @@ def test_out_naming_a_folder_is_refused_before_anything_is_charged(points, tmp_p
     argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "32", "--epsilon", "1")
     assert main([*argv, "--out", str(tmp_path / "h.png"), "--force", "--ledger", str(ledger)]) == 2
     assert "names a folder" in capsys.readouterr().err and ledger.read_text() == before
+
+
+@pytest.mark.parametrize("algorithm", ["sparse", "threshold"])
+def test_heatmap_image_is_a_readable_map(points, tmp_path, capsys, monkeypatch, algorithm):
+    """The image is drawn by userdp.report.maps: large enough for a report, titled with the mechanism and
+    epsilon, with the legend text for this algorithm's left-out cells."""
+    import struct
+
+    from userdp.report import maps
+
+    seen = {}
+    original = maps.render_maps
+
+    def spy(panels, path, box=None, title="", **kw):
+        seen.update(panels=panels, box=box, title=title)
+        return original(panels, path, box, title, **kw)
+
+    monkeypatch.setattr(maps, "render_maps", spy)
+    out = tmp_path / "map.png"
+    argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "64", "--epsilon", "0.5")
+    assert main([*argv, "--algorithm", algorithm, "--top-percent", "2", "--out", str(out), "--seed", "1"]) == 0
+    capsys.readouterr()
+    w, h = struct.unpack(">II", out.read_bytes()[16:24])
+    assert w >= 1200 and h >= 900
+    assert "ε = 0.5" in seen["title"] and ("DPSparseEMDAgg" in seen["title"] or "Laplace" in seen["title"])
+    assert "add or remove one user" in seen["title"]
+    (panel,) = seen["panels"]
+    assert panel.left_out == maps.left_out_label(algorithm, 2.0)
+    assert seen["box"].names == ("lat", "lon")

@@ -265,3 +265,23 @@ def test_audit_dense_emd_agg(rng, monkeypatch):
 
     assert audit_search(sampler(eps), pairs, lambda d: (eps, 0.0), n=8_000, n_pilot=800).passed
     assert not audit_search(sampler(3 * eps), pairs, lambda d: (eps, 0.0), n=8_000, n_pilot=800).passed
+
+
+def test_the_mechanism_package_draws_nothing():
+    """Mechanisms are pure functions: drawing moved to userdp.report.maps. No module of userdp.heatmaps
+    imports matplotlib or the report layer, and the package exports no renderer."""
+    import ast
+    from pathlib import Path
+
+    import userdp.heatmaps as H
+
+    assert "render" not in H.__all__ and not callable(getattr(H, "render", None))  # only the metrics module
+    for path in Path(H.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [("." * node.level) + (node.module or "")]
+            for n in names:
+                assert not n.startswith("matplotlib") and "report" not in n, (path.name, n)

@@ -14,6 +14,8 @@ or for zsh (a folder on ``$fpath``)::
 from __future__ import annotations
 
 import argparse
+import functools
+from collections.abc import Callable
 
 SHELLS = ("bash", "zsh", "tcsh")
 # the options and positionals whose values are paths: completed as file names
@@ -31,10 +33,8 @@ def _mark_files(parser: argparse.ArgumentParser) -> None:
             action.complete = shtab.FILE  # type: ignore[attr-defined]
 
 
-def cmd_completion(args: argparse.Namespace) -> int:
+def cmd_completion(args: argparse.Namespace, build_parser: Callable[[], argparse.ArgumentParser]) -> int:
     import shtab
-
-    from .main import build_parser
 
     parser = build_parser()
     _mark_files(parser)
@@ -42,11 +42,13 @@ def cmd_completion(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub, build_parser: Callable[[], argparse.ArgumentParser]) -> None:
+    """The ``completion`` command; ``build_parser`` makes the whole command line's parser (passed in by
+    :mod:`userdp.cli.main`, which imports this module)."""
     p = sub.add_parser(
         "completion",
         help="print a shell-completion script (bash, zsh or tcsh)",
         epilog="example:\n  userdp completion bash > ~/.local/share/bash-completion/completions/userdp",
     )
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
-    p.set_defaults(func=cmd_completion)
+    p.set_defaults(func=functools.partial(cmd_completion, build_parser=build_parser))

@@ -16,7 +16,8 @@ from .common import add_bbox, add_release_options, charge, console, parse_bbox, 
 
 
 def cmd_heatmap(args: argparse.Namespace) -> int:
-    from ..heatmaps import gaussian_heatmap, render
+    from ..heatmaps import gaussian_heatmap
+    from ..report.maps import MapPanel, left_out_label, render_maps
 
     box = parse_bbox(args.bbox)
     out = Path(args.out)
@@ -50,7 +51,14 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     try:
         try:
             np.save(staged[0][1], rel.value)
-            render({f"{rel.mechanism}\neps = {args.epsilon:g}": gaussian_heatmap(rel.value, sigma)}, staged[1][1], box)
+            panel = MapPanel(
+                gaussian_heatmap(rel.value, sigma),
+                f"{args.resolution} x {args.resolution} cells, Gaussian filter σ = {sigma:g} cells",
+                left_out=left_out_label(args.algorithm, args.top_percent),
+            )
+            relation = getattr(rel.guarantee, "neighbours", None)
+            who = f" ({relation.value})" if relation is not None else ""
+            render_maps([panel], staged[1][1], box, title=f"{rel.mechanism}, ε = {args.epsilon:g}{who}")
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise ParameterError(f"cannot write {out} ({reason}); nothing was released or charged") from None

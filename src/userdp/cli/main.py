@@ -32,8 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="userdp", description="User-level differential privacy.")
     p.add_argument("--version", action="version", version=f"userdp {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for group in (demo, account, audit, distinct, dem, heatmap, ledger, completion):
+    for group in (demo, account, audit, distinct, dem, heatmap, ledger):
         group.add_parser(sub)
+    completion.add_parser(sub, build_parser)
     return p
 
 

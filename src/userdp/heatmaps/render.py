@@ -1,16 +1,15 @@
-"""Heatmaps from distributions (Gaussian filter, Ghazi et al. section 2.3), the evaluation metrics of
-section 4 (SIM, Pearson CC, KL, EMD) and PNG rendering."""
+"""Heatmaps from distributions (Gaussian filter, Ghazi et al. section 2.3) and the evaluation metrics of
+section 4 (SIM, Pearson CC, KL, EMD): pure array functions. Drawing maps is reporting, not part of a
+mechanism: see :mod:`userdp.report.maps`."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
 from ..metrics.emd import grid_emd
 
-__all__ = ["gaussian_heatmap", "similarity", "pearson_cc", "kl_divergence", "heatmap_emd", "all_metrics", "render"]
+__all__ = ["gaussian_heatmap", "similarity", "pearson_cc", "kl_divergence", "heatmap_emd", "all_metrics"]
 
 KL_EPS = 2.220446049250313e-16
 
@@ -62,33 +61,3 @@ def all_metrics(h: np.ndarray, h_hat: np.ndarray, emd: bool = True) -> dict[str,
     if emd:
         out["EMD"] = heatmap_emd(h, h_hat)
     return out
-
-
-def render(panels: dict[str, np.ndarray], path: str | Path, box=None, title: str = "") -> Path:
-    """Side-by-side PNG of heatmaps on one colour scale (square-root scaled so that faint mass stays visible),
-    optionally over the box's lon/lat coordinates."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import PowerNorm
-
-    k = len(panels)
-    fig, axes = plt.subplots(1, k, figsize=(3.6 * k, 3.9), squeeze=False)
-    vmax = max(float(np.max(v)) for v in panels.values())
-    extent = None if box is None else (box.low[1], box.high[1], box.low[0], box.high[0])
-    for ax, (name, img) in zip(axes[0], panels.items(), strict=True):
-        ax.imshow(
-            img, origin="lower", cmap="magma", norm=PowerNorm(0.5, vmin=0, vmax=vmax), extent=extent, aspect="auto"
-        )
-        ax.set_title(name, fontsize=9)
-        ax.set_xticks([]) if extent is None else ax.tick_params(labelsize=7)
-        if extent is None:
-            ax.set_yticks([])
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path

@@ -1,1 +1,2 @@
-"""Reports on top of the releases: ``userdp demo`` (:mod:`.demo`) and figures (:mod:`.plots`)."""
+"""Reports on top of the releases: ``userdp demo`` (:mod:`.demo`), maps of heatmaps (:mod:`.maps`) and other
+figures (:mod:`.plots`)."""

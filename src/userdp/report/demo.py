@@ -19,26 +19,182 @@ import numpy as np
 from .. import datasets as D
 from .. import releases
 from ..data import BoxDomain, FiniteDomain
+from ..errors import BudgetExceededError
 from ..noise import RandomSource
+from ..privacy import (
+    ApproxDP,
+    DiscreteEMDDP,
+    EMDMetricDP,
+    Guarantee,
+    Model,
+    Neighbours,
+    PureDP,
+    compose,
+    convert_to_budget,
+    guarantee_kind,
+    guarantee_to_dict,
+)
 
 MIDTOWN = BoxDomain.latlon(40.745, 40.770, -73.999, -73.965)
 TIMES_SQUARE = (40.7580, -73.9855)
+FOURSQUARE, AMAZON = "foursquare_nyc", "amazon_fashion"
+DATA_NAMES = {FOURSQUARE: "Foursquare check-ins (NYC)", AMAZON: "Amazon Fashion reviews"}
+#: The relation the total is composed under: every user-level guarantee implies one for replacing one user's
+#: data (an add/remove epsilon costs 2 epsilon, a local or d_EM guarantee at d_EM = 1 costs its epsilon).
+TOTAL_RELATION = Neighbours.REPLACE_USER
 
 
-def _heatmap(fs, src: RandomSource, out: Path) -> dict[str, Any]:
-    from ..heatmaps import all_metrics, gaussian_heatmap, render, user_grid_sum
+# --------------------------------------------------------------------------------------------
+# Privacy accounting: every release of the demo, its user-level equivalent, and what they compose to
+# --------------------------------------------------------------------------------------------
+
+
+def _head(g: Guarantee) -> str:
+    """The first clause of ``g.describe()``, such as ``2-DP for replace one user's data``."""
+    return g.describe().split(":")[0]
+
+
+def _dp(g: ApproxDP) -> dict[str, Any]:
+    return {"epsilon": g.epsilon, "delta": g.delta, "relation": g.neighbours.value, "guarantee": _head(g)}
+
+
+def _user_level(g: Guarantee) -> dict[str, Any] | None:
+    """For a d_EM-DP guarantee, the user-level DP it implies, by the library's conversion
+    (:func:`~userdp.privacy.convert_to_budget`, which reads a d_EM guarantee at the largest distance
+    ``d_EM = 1``: :meth:`~userdp.privacy.EMDMetricDP.user_level_dp`); ``None`` for other guarantees."""
+    if not isinstance(g, (EMDMetricDP, DiscreteEMDDP)):
+        return None
+    relation = Neighbours.ANY_TWO_INPUTS if g.model is Model.LOCAL else Neighbours.REPLACE_USER
+    try:
+        ul = convert_to_budget(g, PureDP(1.0, neighbours=relation))
+    except BudgetExceededError as exc:
+        return {"relation": relation.value, "convertible": False, "reason": str(exc)}
+    if isinstance(g, EMDMetricDP):
+        how = (
+            f"two datasets at d_EM = d are protected by ε = {g.alpha:.4g} d; a user's data can change at most "
+            f"to d_EM = 1 (normalized units), so the release is {_head(ul)} (Imola et al., section 8)"
+        )
+    else:
+        how = (
+            f"datasets at d_EM <= {g.r:.4g} are ({g.epsilon:.4g}, {g.delta:.3g})-indistinguishable; d_EM = 1 is "
+            f"{math.ceil(1 / g.r - 1e-12)} steps of group privacy, so the release is {_head(ul)}"
+        )
+    return {**_dp(ul), "convertible": True, "at": "d_EM = 1 (the largest, normalized units)", "how": how}
+
+
+def _entry(label: str, rel, dataset: str, note: str = "") -> dict[str, Any]:
+    """One private release for the accounting (the guarantee object is kept until :func:`_budget`)."""
+    return {
+        "label": label,
+        "mechanism": rel.mechanism,
+        "dataset": dataset,
+        "guarantee": rel.guarantee,
+        "user_level_equivalent": _user_level(rel.guarantee),
+        "note": note,
+    }
+
+
+def _compose_under(entries: list[dict[str, Any]], budget: Guarantee) -> dict[str, Any]:
+    """Charge every entry to a budget of the kind of ``budget`` and compose: the total, or the refusals."""
+    costs, refused = [], []
+    for e in entries:
+        try:
+            costs.append(convert_to_budget(e["guarantee"], budget))
+        except BudgetExceededError as exc:
+            refused.append({"release": e["label"], "reason": str(exc)})
+    if refused:
+        return {"composable": False, "refused": refused}
+    try:
+        total = compose(costs)
+    except BudgetExceededError as exc:
+        return {"composable": False, "refused": [{"release": "all", "reason": str(exc)}]}
+    out: dict[str, Any] = {"composable": True, "guarantee": _head(total), "describe": total.describe()}
+    out.update({k: getattr(total, k) for k in ("epsilon", "alpha", "delta") if hasattr(total, k)})
+    return out
+
+
+def _budget(ledger: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the demo's private releases compose to.
+
+    The releases are computed on the same people, so their guarantees compose. They are of different kinds
+    (add/remove-one-user DP, local DP, local d_EM-DP), so each is first converted by
+    :func:`~userdp.privacy.convert_to_budget` into one relation -- replacing one user's data, the only one
+    that every user-level guarantee implies -- and the costs are composed by :func:`~userdp.privacy.compose`
+    (basic composition: epsilons add, deltas add). The other relations are tried too and their refusals are
+    reported, not papered over."""
+    unit = PureDP(1.0, neighbours=TOTAL_RELATION)
+    rows = []
+    for e in ledger:
+        g = e["guarantee"]
+        try:
+            cost: dict[str, Any] | None = _dp(convert_to_budget(g, unit))
+            why = ""
+        except BudgetExceededError as exc:
+            cost, why = None, str(exc)
+        rows.append(
+            {
+                "release": e["label"],
+                "mechanism": e["mechanism"],
+                "dataset": e["dataset"],
+                "guarantee": _head(g),
+                "guarantee_kind": guarantee_kind(g),
+                "guarantee_params": guarantee_to_dict(g),
+                "d_em": isinstance(g, (EMDMetricDP, DiscreteEMDDP)),
+                "user_level_equivalent": e["user_level_equivalent"],
+                "cost": cost,
+                "cost_refused": why,
+                "note": e["note"],
+            }
+        )
+    total = _compose_under(ledger, unit)
+    by_dataset = {
+        d: _compose_under([e for e in ledger if e["dataset"] == d], unit)
+        for d in dict.fromkeys(e["dataset"] for e in ledger)
+    }
+    others = {
+        nb.value: _compose_under(ledger, PureDP(1.0, neighbours=nb))
+        for nb in (Neighbours.ADD_REMOVE_USER, Neighbours.ANY_TWO_INPUTS)
+    }
+    dem = [e for e in ledger if isinstance(e["guarantee"], (EMDMetricDP, DiscreteEMDDP))]
+    if len(dem) > 1:
+        others["d_EM-DP (alpha, one metric)"] = _compose_under(dem, dem[0]["guarantee"])
+    return {
+        "relation": TOTAL_RELATION.value,
+        "method": "each release converted to DP for replace one user's data by userdp.privacy.convert_to_budget "
+        "(an add/remove epsilon costs 2 epsilon; a local epsilon costs epsilon; a d_EM-DP release costs its "
+        "user-level equivalent at d_EM = 1), then basic composition (userdp.privacy.compose)",
+        "releases": rows,
+        "total": total,
+        "by_dataset": by_dataset,
+        "other_relations": others,
+        "not_counted": "the accountant step reads no data (it releases nothing); the true values the demo shows "
+        "next to the releases are not private at all (a real release publishes only the private values)",
+    }
+
+
+def _heatmap(fs, src: RandomSource, out: Path, ledger: list) -> dict[str, Any]:
+    from ..heatmaps import all_metrics, gaussian_heatmap, user_grid_sum
+    from .maps import MapPanel, left_out_label, render_maps
 
     side, eps, sigma = 256, 1.0, 2.0
     s = user_grid_sum(fs, side, MIDTOWN, drop_outside=True)  # the truth, for the demo only
     truth = gaussian_heatmap(s / s.sum(), sigma)
     ours = releases.heatmap(fs, MIDTOWN, side, eps, "sparse", drop_outside=True, rng=src)
     base = releases.heatmap(fs, MIDTOWN, side, eps, "laplace", drop_outside=True, rng=src)
+    ledger.append(_entry("DP heatmap: sparse EMD aggregation", ours, FOURSQUARE))
+    ledger.append(_entry("DP heatmap: Laplace baseline", base, FOURSQUARE))
     h_ours, h_base = gaussian_heatmap(ours.value, sigma), gaussian_heatmap(base.value, sigma)
-    png = render(
-        {"non-private (demo only)": truth, "DP sparse EMD aggregation": h_ours, "DP Laplace baseline": h_base},
+    png = render_maps(
+        [
+            MapPanel(truth, "non-private truth (demo only)", left_out=left_out_label("truth")),
+            MapPanel(h_ours, f"DP sparse EMD aggregation, ε = {eps:g}", left_out=left_out_label("sparse")),
+            MapPanel(h_base, f"DP Laplace baseline, ε = {eps:g}", left_out=left_out_label("laplace")),
+        ],
         out / "heatmap.png",
         MIDTOWN,
-        title=f"Foursquare check-ins, Midtown Manhattan, eps = {eps:g}, 256 x 256",
+        title=f"Foursquare check-ins in Midtown Manhattan: ε = {eps:g} for adding or removing one user, "
+        f"{side} x {side} cells, Gaussian filter σ = {sigma:g} cells. Each map has its own colour scale.",
+        ncols=2,
     )
     m_ours, m_base = all_metrics(truth, h_ours), all_metrics(truth, h_base)
     return {
@@ -57,16 +213,19 @@ def _heatmap(fs, src: RandomSource, out: Path) -> dict[str, Any]:
         f"SIM {m_ours['SIM']:.3f} (baseline {m_base['SIM']:.3f})",
         "metrics": {"ours": m_ours, "laplace_baseline": m_base},
         "image": png.name,
+        "image_alt": "Three maps of Midtown Manhattan: the true check-in heatmap, the DP sparse EMD aggregation and "
+        "the DP Laplace baseline, each with its own colourbar; grey cells received no mass.",
     }
 
 
-def _distinct(src: RandomSource) -> dict[str, Any]:
+def _distinct(src: RandomSource, ledger: list) -> dict[str, Any]:
     from ..distinct import person_element_graph
 
     words = D.amazon_fashion()
     eps, beta = 1.0, 0.05
     rel = releases.distinct(words, eps, beta=beta, l_max=100, method="matching", rng=src)
     true = person_element_graph(words).distinct_count()  # the truth, for the demo only
+    ledger.append(_entry("distinct count of the vocabulary", rel, AMAZON))
     return {
         "name": "person-level DP distinct count of the Amazon Fashion vocabulary (Knop & Steinke)",
         "mechanism": rel.mechanism,
@@ -90,7 +249,7 @@ def _regions(fs):
     return fs.with_items(codes, FiniteDomain(np.arange(144))), ClusteredMetric(16, 9, 0.25)
 
 
-def _frequency(fs, src: RandomSource) -> dict[str, Any]:
+def _frequency(fs, src: RandomSource, ledger: list) -> dict[str, Any]:
     from ..dem.frequency import demd_error, freq_est_hadamard
     from ..dem.itemwise import BoundedEMDReduction
 
@@ -102,6 +261,12 @@ def _frequency(fs, src: RandomSource) -> dict[str, Any]:
     g = releases.frequency(proj, space, ds.domain, alpha, delta=delta, model="local", rng=src)
     h = freq_est_hadamard(proj, eps, delta, rng=src)
     e_g, e_h = demd_error(g.value, truth, space), demd_error(h.value, truth, space)
+    note = (
+        "stated for each user's 100 sampled check-ins (the projection); its user-level equivalent at d_EM = 1 "
+        "holds for the user's own data too, since any two samples are at d_EM <= 1"
+    )
+    ledger.append(_entry("d_EM frequency of check-in regions (GKRR)", g, FOURSQUARE, note))
+    ledger.append(_entry("frequency of check-in regions, user-level LDP baseline (Hadamard)", h, FOURSQUARE))
     return {
         "name": "d_EM-DP frequency of check-in regions vs user-level DP (Imola et al.)",
         "mechanism": g.mechanism + " (local model)",
@@ -119,10 +284,11 @@ def _frequency(fs, src: RandomSource) -> dict[str, Any]:
         "error": f"d_EM to the truth {e_g:.4f}; user-level Hadamard response at eps = {eps:g}: {e_h:.4f}",
         "baseline": {"mechanism": h.mechanism, "guarantee": h.guarantee.describe(), "demd_error": e_h},
         "demd_error": e_g,
+        "user_level_equivalent": ledger[-2]["user_level_equivalent"],
     }
 
 
-def _linear(fs, src: RandomSource) -> dict[str, Any]:
+def _linear(fs, src: RandomSource, ledger: list) -> dict[str, Any]:
     from ..metrics import GreatCircleMetric
 
     space = GreatCircleMetric(D.NYC_BOX)
@@ -131,6 +297,7 @@ def _linear(fs, src: RandomSource) -> dict[str, Any]:
     rel = releases.linear(fs, f, ell, alpha, model="local", rng=src)
     truth = float(np.mean(np.add.reduceat(f(fs.items), fs.offsets[:-1]) / fs.counts()))
     km = space.scale
+    ledger.append(_entry("PrivEMDLinear: average distance to Times Square", rel, FOURSQUARE))
     return {
         "name": "PrivEMDLinear: average distance to Times Square (Imola et al.)",
         "mechanism": rel.mechanism + " (local model: every user adds their own noise)",
@@ -141,6 +308,7 @@ def _linear(fs, src: RandomSource) -> dict[str, Any]:
         "error": f"true average {truth * km:.2f} km (demo only); error {abs(rel.value[0] - truth) * km:.3f} km",
         "value_km": float(rel.value[0] * km),
         "truth_km": truth * km,
+        "user_level_equivalent": ledger[-1]["user_level_equivalent"],
     }
 
 
@@ -161,11 +329,98 @@ def _accountant() -> dict[str, Any]:
     }
 
 
+def _short(t: dict[str, Any]) -> str:
+    """``epsilon = 2`` or ``epsilon = 130, delta = 1e-06`` of a cost or a total."""
+    return f"ε = {t['epsilon']:.4g}" + (f", δ = {t['delta']:.3g}" if t.get("delta") else "")
+
+
+def _total_sentence(budget: dict[str, Any]) -> str:
+    """The total in one paragraph of plain text."""
+    rows, total = budget["releases"], budget["total"]
+    if not total["composable"]:
+        why = "; ".join(f"{r['release']}: {r['reason']}" for r in total["refused"])
+        return (
+            f"The {len(rows)} private releases do not compose under {budget['relation']}, so no total is given: {why}"
+        )
+    parts = [
+        f"Total privacy budget of the {len(rows)} private releases, composed under {budget['relation']}: "
+        f"{total['guarantee']} ({_short(total)})."
+    ]
+    subs = []
+    for d, t in budget["by_dataset"].items():
+        n = sum(r["dataset"] == d for r in rows)
+        what = _short(t) if t["composable"] else "not composable"
+        subs.append(
+            f"{DATA_NAMES.get(d, d)}, " + (f"{n} releases on the same users" if n > 1 else "1 release") + f": {what}"
+        )
+    if len(subs) > 1:
+        parts.append("Per data set: " + "; ".join(subs) + ". The total is what a person in both data sets spends.")
+    dem = [r for r in rows if r["d_em"] and r["cost"]]
+    if dem:
+        share = sum(r["cost"]["epsilon"] for r in dem)
+        parts.append(
+            f"The {len(dem)} d_EM-DP release{'s' if len(dem) > 1 else ''} contribute ε = {share:.4g} of it: d_EM-DP "
+            "protects small changes of a user's data (e^(α d) at d_EM = d) and costs its full α at the user level "
+            "(d_EM = 1)."
+        )
+    return " ".join(parts)
+
+
+def _budget_html(budget: dict[str, Any]) -> list[str]:
+    e = html.escape
+    rel = e(budget["relation"])
+    parts = [
+        "<h2 id='budget'>Privacy budget: what the releases add up to</h2>",
+        f"<p>{e(_total_sentence(budget))}</p>",
+        f"<p>How: {e(budget['method'])}. A d_EM-DP release protects a small change of a user's data (d_EM = d) "
+        "by e^(alpha d); its <b>user-level equivalent</b> is the guarantee for the largest change of the user's "
+        "data, d_EM = 1 in normalized units.</p>",
+        "<table id='budget-table'><tr><th>release</th><th>data</th><th>guarantee as released</th>"
+        f"<th>user-level equivalent (d_EM releases)</th><th>cost in the total ({rel})</th></tr>",
+    ]
+    for r in budget["releases"]:
+        ul = r["user_level_equivalent"]
+        if ul is None:
+            ul_text = "&mdash; (already user-level)"
+        elif ul["convertible"]:
+            ul_text = f"<b>{e(ul['guarantee'])}</b><br><small>{e(ul['how'])}</small>"
+        else:
+            ul_text = f"none: {e(ul['reason'])}"
+        note = f"<br><small>{e(r['note'])}</small>" if r["note"] else ""
+        cost = e(_short(r["cost"])) if r["cost"] else f"cannot be charged: {e(r['cost_refused'])}"
+        parts.append(
+            f"<tr><td>{e(r['release'])}<br><small>{e(r['mechanism'])}</small></td>"
+            f"<td>{e(DATA_NAMES.get(r['dataset'], r['dataset']))}</td><td>{e(r['guarantee'])}{note}</td>"
+            f"<td>{ul_text}</td><td>{cost}</td></tr>"
+        )
+    total = budget["total"]
+    total_text = e(_short(total)) if total["composable"] else "none: the releases do not compose (see below)"
+    parts.append(f"<tr class='total'><th colspan='4'>total of all releases</th><th>{total_text}</th></tr>")
+    for d, t in budget["by_dataset"].items():
+        sub = e(_short(t)) if t["composable"] else "not composable"
+        parts.append(f"<tr><td colspan='4'>of which on {e(DATA_NAMES.get(d, d))}</td><td>{sub}</td></tr>")
+    parts.append("</table>")
+    items = []
+    for name, t in budget["other_relations"].items():
+        if t["composable"]:
+            items.append(f"<li>Under {e(name)}: {e(t['guarantee'])}.</li>")
+        else:
+            why = "".join(f"<li>{e(r['release'])}: {e(r['reason'])}</li>" for r in t["refused"])
+            items.append(
+                f"<li>Under {e(name)}: <b>no total</b>; these releases cannot be composed in it:<ul>{why}</ul></li>"
+            )
+    parts.append("<p>The other relations:</p><ul>" + "".join(items) + "</ul>")
+    parts.append(f"<p><small>Not counted: {e(budget['not_counted'])}.</small></p>")
+    return parts
+
+
 def _html(report: dict[str, Any], out: Path) -> Path:
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>userdp demo</title>",
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>userdp demo</title>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'><link rel='icon' href='data:,'>",
         "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.45}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}"
+        "tr.total th{background:#eef3ff}small{color:#444}#budget-table td:last-child{white-space:nowrap}"
         ".note{background:#fff6d6;padding:.6em}</style></head><body>",
         "<h1>userdp demo</h1>",
         "<p class='note'>A demonstration on public research data: the true (non-private) values are shown next "
@@ -175,15 +430,21 @@ def _html(report: dict[str, Any], out: Path) -> Path:
         parts.append(
             "<p class='note'><b>Seeded noise</b>: reproducible, for demonstrations only; it gives no privacy.</p>"
         )
+    parts += _budget_html(report["budget"])
     for r in report["releases"]:
         parts.append(f"<h2>{html.escape(r['name'])}</h2><table>")
         for k in ("mechanism", "guarantee", "result", "error"):
             parts.append(f"<tr><th>{k}</th><td>{html.escape(str(r[k]))}</td></tr>")
+        ul = r.get("user_level_equivalent")
+        if ul:
+            text = ul["how"] if ul["convertible"] else ul["reason"]
+            parts.append(f"<tr><th>user-level equivalent</th><td>{html.escape(text)}</td></tr>")
         parts.append(f"<tr><th>parameters</th><td>{html.escape(json.dumps(r['params']))}</td></tr></table>")
         if r.get("image"):
             data = base64.b64encode((out / r["image"]).read_bytes()).decode()
+            alt = html.escape(r.get("image_alt", r["name"]))
             parts.append(
-                f"<p><img alt='{html.escape(r['name'])}' style='max-width:100%' src='data:image/png;base64,{data}'></p>"
+                f"<p><img alt='{alt}' style='max-width:100%;height:auto' src='data:image/png;base64,{data}'></p>"
             )
     parts.append("<h2>Data</h2><ul>" + "".join(f"<li>{html.escape(v)}</li>" for v in D.ATTRIBUTION.values()) + "</ul>")
     parts.append(f"<p>Finished in {report['seconds']:.1f} s.</p></body></html>")
@@ -209,11 +470,12 @@ def run_demo(out: str | Path = "userdp-demo", seed: int | None = None, console=N
     src = RandomSource(seed)
     t0 = time.time()
     con.print("userdp demo on public research data: the true values are shown next to the private ones.")
+    ledger: list[dict[str, Any]] = []  # every private release, for the total budget
     steps = [
-        ("DP heatmap", lambda fs: _heatmap(fs, src, out)),
-        ("distinct count", lambda fs: _distinct(src)),
-        ("d_EM frequency estimate", lambda fs: _frequency(fs, src)),
-        ("PrivEMDLinear", lambda fs: _linear(fs, src)),
+        ("DP heatmap", lambda fs: _heatmap(fs, src, out, ledger)),
+        ("distinct count", lambda fs: _distinct(src, ledger)),
+        ("d_EM frequency estimate", lambda fs: _frequency(fs, src, ledger)),
+        ("PrivEMDLinear", lambda fs: _linear(fs, src, ledger)),
         ("accountant", lambda fs: _accountant()),
     ]
     results = []
@@ -229,6 +491,7 @@ def run_demo(out: str | Path = "userdp-demo", seed: int | None = None, console=N
             progress.advance(task)
     report = {
         "releases": results,
+        "budget": _budget(ledger),
         "seeded": seed is not None,
         "seconds": time.time() - t0,
         "data": {"foursquare_nyc": D.ATTRIBUTION["foursquare_nyc"], "amazon_fashion": D.ATTRIBUTION["amazon_fashion"]},
@@ -242,6 +505,7 @@ def run_demo(out: str | Path = "userdp-demo", seed: int | None = None, console=N
     for r in results:
         t.add_row(r["name"], r["guarantee"], str(r["result"]), r["error"])
     con.print(t)
+    con.print(_total_sentence(report["budget"]))
     con.print(f"wrote {html_path}, {out / 'report.json'} and {out / 'heatmap.png'} in {report['seconds']:.1f} s")
     return report
 
