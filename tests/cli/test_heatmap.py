@@ -141,7 +141,8 @@ def test_heatmap_image_is_a_readable_map(points, tmp_path, capsys, monkeypatch, 
     monkeypatch.setattr(maps, "render_maps", spy)
     out = tmp_path / "map.png"
     argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "64", "--epsilon", "0.5")
-    assert main([*argv, "--algorithm", algorithm, "--top-percent", "2", "--out", str(out), "--seed", "1"]) == 0
+    own = ["--top-percent", "2"] if algorithm == "threshold" else []
+    assert main([*argv, "--algorithm", algorithm, *own, "--out", str(out), "--seed", "1"]) == 0
     capsys.readouterr()
     w, h = struct.unpack(">II", out.read_bytes()[16:24])
     assert w >= 1200 and h >= 900
@@ -150,3 +151,19 @@ def test_heatmap_image_is_a_readable_map(points, tmp_path, capsys, monkeypatch, 
     (panel,) = seen["panels"]
     assert panel.left_out == maps.left_out_label(algorithm, 2.0)
     assert seen["box"].names == ("lat", "lon")
+
+
+@pytest.mark.parametrize(
+    "algorithm,flag",
+    [("dense", "--w"), ("laplace", "--w"), ("sparse", "--top-percent"), ("dense", "--top-percent"),
+     ("sparse", "--dense-side"), ("threshold", "--dense-side")],
+)  # fmt: skip
+def test_an_option_of_another_algorithm_is_refused(points, tmp_path, capsys, algorithm, flag):
+    """Issue 15, defect 9: --w, --top-percent and --dense-side each belong to one algorithm; given with another
+    they are refused (exit 2, nothing written) instead of being ignored."""
+    out = tmp_path / "map.png"
+    argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "64", "--epsilon", "1", "--out", str(out))
+    assert main([*argv, "--algorithm", algorithm, flag, "8"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"userdp: error: {flag} applies to --algorithm")
+    assert list(tmp_path.iterdir()) == [points] or not out.exists()

@@ -14,11 +14,21 @@ from .. import releases
 from ..errors import ParameterError
 from .common import add_bbox, add_release_options, charge, console, parse_bbox, print_json, warn_seed
 
+_ONLY = {"--w": ("w", "sparse"), "--top-percent": ("top_percent", "threshold"), "--dense-side": ("dense_side", "dense")}
+
+
+def _check_applicable(args: argparse.Namespace) -> None:
+    """An algorithm's own option given with another algorithm does nothing: refuse it rather than ignore it."""
+    for flag, (dest, algorithm) in _ONLY.items():
+        if getattr(args, dest) is not None and args.algorithm != algorithm:
+            raise ParameterError(f"{flag} applies to --algorithm {algorithm} only, not {args.algorithm}; leave it out")
+
 
 def cmd_heatmap(args: argparse.Namespace) -> int:
     from ..heatmaps import gaussian_heatmap
     from ..report.maps import MapPanel, left_out_label, render_maps
 
+    _check_applicable(args)
     box = parse_bbox(args.bbox)
     out = Path(args.out)
     grid_path = out.with_suffix(".npy")
@@ -37,8 +47,8 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         lat=args.lat,
         lon=args.lon,
         drop_outside=args.drop_outside,
-        w=args.w,
-        top_percent=args.top_percent,
+        w=20 if args.w is None else args.w,
+        top_percent=1.0 if args.top_percent is None else args.top_percent,
         coarse_side=args.dense_side,
         engine=args.engine,
         rng=args.seed,
@@ -113,9 +123,11 @@ def add_parser(sub) -> None:
         default="sparse",
         help="sparse EMD aggregation (Ghazi et al.), dense (appendix D), or the Laplace baselines",
     )
-    p.add_argument("--w", type=int, default=20, help="sparse: cells kept per level")
-    p.add_argument("--top-percent", type=float, default=1.0, help="threshold: percent of cells kept")
-    p.add_argument("--dense-side", type=int, default=None, help="dense: public coarse grid side")
+    p.add_argument("--w", type=int, default=None, help="sparse only: cells kept per level (default 20)")
+    p.add_argument("--top-percent", type=float, default=None, help="threshold only: percent of cells kept (default 1)")
+    p.add_argument(
+        "--dense-side", type=int, default=None, help="dense only: public coarse grid side (default resolution/8)"
+    )
     p.add_argument("--sigma", type=float, default=None, help="Gaussian filter in cells (default resolution/128)")
     p.add_argument("--drop-outside", action="store_true", help="drop points outside the box (count not reported)")
     p.add_argument("--out", default="heatmap.png", help="the image; the grid is written next to it as .npy")
