@@ -1,9 +1,9 @@
-"""The hardening table of README.md, cell by cell.
+"""The hardening table of docs/reference/hardening.md, cell by cell.
 
 Every public entry point (rows) meets every kind of bad or extreme input (columns). A cell is either the
 error class that must be raised (for the command line: exit status 2 with that error's message), ``released``
 (it must work and return a Release whose value is finite and whose guarantee is the one the call asked for),
-or ``n/a`` (the input cannot reach that entry point; the README says why). On every error, nothing is
+or ``n/a`` (the input cannot reach that entry point; the docs page says why). On every error, nothing is
 released: no value is returned, the command line prints nothing on stdout, writes no output file and leaves
 its ledger unchanged, and a budgeted run never calls the entry point (``Session.run`` with the entry point
 itself: the first run releases and charges, the second is refused before the entry point runs).
@@ -13,7 +13,8 @@ like any other input (it contributes nothing; refusing it would reveal it); rele
 relation fixes the number of users (local, replace-one-user, bounded d_EM-DP) may refuse it, since the
 number of users is public for them. No error message names a count read off the data.
 
-``python -m tests.test_hardening`` prints the table; ``test_readme_table_matches`` keeps README.md in step.
+``python -m tests.test_hardening`` prints the table; ``test_docs_table_matches`` keeps docs/reference/hardening.md in
+step.
 """
 
 from __future__ import annotations
@@ -371,9 +372,9 @@ def markdown_table() -> str:
     return "\n".join(lines)
 
 
-def test_readme_table_matches():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert markdown_table() in readme, "README's hardening table is out of date: python -m tests.test_hardening"
+def test_docs_table_matches():
+    page = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "hardening.md").read_text()
+    assert markdown_table() in page, "docs/reference/hardening.md's table is stale: python -m tests.test_hardening"
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The package's layering: every module imports, no import circle (module-level or inside functions), and no
-import runs upward through the layers README.md describes."""
+import runs upward through the layers docs/development.md describes."""
 
 from __future__ import annotations
 

@@ -1,9 +1,17 @@
-"""The README's Python examples run as written (except the one that reads a user's own file), and what their
-comments say they return is what they return, wherever that is deterministic.
+"""The documentation's Python examples run as written (except the one that reads a user's own file, and the
+Spark example that needs a cluster), and what their comments say they return is what they return, wherever
+that is deterministic.
 
-Every bare expression in a snippet that returns a value (the README shows it in a comment) must have a check
+The examples are the plain ```` ```python ```` blocks of ``docs/**/*.md`` (the reference pages and the
+guides). The ```` ```python exec="on" ```` blocks of the quick start and the tutorials are run by
+``mkdocs build --strict`` instead, which fails on any error.
+
+Every bare expression in a snippet that returns a value (the page shows it in a comment) must have a check
 in ``_outputs`` or a reason in ``UNCHECKED`` (noise, timing); the comments on assignments and on calls made
 for their effect are checked per snippet in ``BLOCK_CHECKS``.
+
+README.md itself keeps only the two commands, what userdp does, a picture and links into the docs: see
+``test_readme_starts_with_the_two_commands``.
 """
 
 from __future__ import annotations
@@ -17,14 +25,53 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-# blocks that need a cluster (s3:// paths) are documentation, not runnable here
-BLOCKS = [b for b in re.findall(r"```python\n(.*?)```", README.read_text(), re.S) if "s3://" not in b]
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+README_COMMANDS = [
+    "python3 -m pip install -e . && userdp demo                       # main job",
+    'python3 -m pip install -e ".[test]" && python3 -m pytest          # tests',
+]
+
+
+def _blocks() -> list[tuple[str, str]]:
+    """(page, code) for every plain ```python block of the docs, in page order."""
+    out = []
+    for page in sorted(DOCS.rglob("*.md")):
+        for code in re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M):
+            if "s3://" not in code:  # blocks that need a cluster (s3:// paths) are documentation, not runnable here
+                out.append((page.relative_to(DOCS).as_posix(), code))
+    return out
+
+
+PAGE_BLOCKS = _blocks()
+BLOCKS = [code for _, code in PAGE_BLOCKS]
 
 
 def test_readme_starts_with_the_two_commands():
-    head = README.read_text().split("---")[0]
-    assert "userdp demo" in head and re.search(r"pytest\s+# tests$", head, re.M)
+    """README.md opens with the title, one line and the block of the two commands (CI runs the "# tests" line
+    exactly as written), and stays short: the rest lives in docs/."""
+    text = README.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) < 150, f"README.md has {len(lines)} lines; move material into docs/"
+    first_block = re.search(r"```bash\n(.*?)```", text, re.S)
+    assert first_block and text.index(first_block.group(0)) < 400, "the two commands come first"
+    assert first_block.group(1).splitlines() == README_COMMANDS
+    assert re.search(r"pytest\s+# tests$", first_block.group(1), re.M)
+
+
+def test_readme_links_resolve():
+    """Every relative link and image of README.md names a file of the repository."""
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [t for t in targets if "://" not in t]
+    assert any(t.endswith(".png") for t in local), "README shows a picture"
+    for t in local:
+        assert (ROOT / t).exists(), t
+
+
+def test_docs_have_the_examples():
+    assert len(BLOCKS) >= 8, [p for p, _ in PAGE_BLOCKS]
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,26 +225,26 @@ def _run(code: str, env: dict) -> dict[str, object]:
     """Execute ``code`` in ``env``; return the value of every top-level bare expression, by its source."""
     tree = ast.parse(code)
     values: dict[str, object] = {}
-    env["_readme_values"] = values
+    env["_doc_values"] = values
     body = []
     for node in tree.body:
         if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Constant):
-            keep = ast.parse(f"_readme_values[{ast.get_source_segment(code, node.value)!r}] = None").body[0]
+            keep = ast.parse(f"_doc_values[{ast.get_source_segment(code, node.value)!r}] = None").body[0]
             keep.value = node.value
             body.append(ast.copy_location(keep, node))
         else:
             body.append(node)
     tree.body = body
-    exec(compile(ast.fix_missing_locations(tree), "README.md", "exec"), env)
+    exec(compile(ast.fix_missing_locations(tree), "docs", "exec"), env)
     return values
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_readme_example_runs_and_returns_what_its_comments_say(block, tmp_path, monkeypatch):
+@pytest.mark.parametrize("block", BLOCKS, ids=[f"{page}:{i}" for i, (page, _) in enumerate(PAGE_BLOCKS)])
+def test_docs_example_runs_and_returns_what_its_comments_say(block, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples may write files
     code = re.sub(r"pts = UserDataset\.from_file\(.*?\)\)\n", "", block, flags=re.S)
     env: dict = {}
-    if "Session" in code:  # the budget example continues the data-model example
+    if "Session" in code:  # the budget example continues the data-model example (another page)
         data_block = next(b for b in BLOCKS if "UserDataset.from_table" in b)
         exec(data_block.split("pts =")[0], env)
     values = _run(code, env)
@@ -205,7 +252,7 @@ def test_readme_example_runs_and_returns_what_its_comments_say(block, tmp_path, 
     for src, value in values.items():
         if value is None:  # a call for its effect (e.g. writing a file): its block's check covers it
             continue
-        assert src in outputs or src in UNCHECKED, f"README shows {src!r} with no check here: add one to _outputs"
+        assert src in outputs or src in UNCHECKED, f"the docs show {src!r} with no check here: add one to _outputs"
         if src in outputs:
             outputs[src](value, env)
     for marker, check in BLOCK_CHECKS.items():
@@ -214,6 +261,6 @@ def test_readme_example_runs_and_returns_what_its_comments_say(block, tmp_path, 
 
 
 def test_every_check_meets_its_snippet():
-    """The checks above stay attached to the README: each one's expression or marker occurs in one snippet."""
+    """The checks above stay attached to the docs: each one's expression or marker occurs in one snippet."""
     for key in [*_outputs(), *UNCHECKED, *BLOCK_CHECKS]:
         assert sum(key in b for b in BLOCKS) == 1, key
