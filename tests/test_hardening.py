@@ -623,8 +623,8 @@ def test_cli_cell(row, col, tmp_path, capsys):
     assert not (tmp_path / "out.png").exists() and not (tmp_path / "out.npy").exists()
     assert ledger.read_text() == before
     # the error is the table's kind: the same command, run without main's reporting
-    args = build_parser().parse_args(argv + ["--json", "--ledger", str(ledger)])
-    with pytest.raises(ERRORS[outcome]):
+    with pytest.raises(ERRORS[outcome]):  # a number out of its option's range is refused by the parser
+        args = build_parser().parse_args(argv + ["--json", "--ledger", str(ledger)])
         cli_ledger.check(args)
         args.func(args)
     assert ledger.read_text() == before

@@ -23,6 +23,7 @@ import bz2
 import gzip
 import lzma
 import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,6 +237,10 @@ def _open(path: Path):
     return open(path, "rb")
 
 
+# what reading a (compressed) file can raise: Arrow's parse errors, I/O errors and corrupt compressed streams
+READ_ERRORS: tuple[type[BaseException], ...] = (pa.ArrowException, OSError, EOFError, lzma.LZMAError, zlib.error)
+
+
 def read_table(path: str | Path, columns: Sequence[str] | None = None, format: str | None = None) -> pa.Table:
     """Read a CSV, Parquet or JSON-lines file (optionally ``.gz`` / ``.xz`` / ``.bz2`` compressed)."""
     import pyarrow.csv as pcsv
@@ -261,7 +266,7 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None, format: s
         else:
             with _open(path) as fh:
                 table = pjson.read_json(fh)
-    except (pa.ArrowException, OSError, EOFError) as exc:
+    except READ_ERRORS as exc:
         # the parser's own message can quote rows of the file: only its kind is reported
         raise DataError(f"could not read {path.name} as {fmt} ({type(exc).__name__})") from None
     if columns is not None:
@@ -283,9 +288,21 @@ def table_of(source: Any, columns: Sequence[str] | None = None) -> pa.Table:
 
 
 def _require_columns(table: pa.Table, columns: Sequence[str]) -> None:
-    missing = [c for c in columns if c not in table.column_names]
+    check_columns(columns, table.column_names, "table")
+
+
+def check_columns(columns: Sequence[str], available: Sequence[str], what: str = "table") -> None:
+    """Each named column must exist exactly once in ``available`` (a file's header), and no column may play
+    two roles (``--user lat --lat lat``): a :class:`DataError` saying which, before any row is read."""
+    twice = sorted({c for c in columns if list(columns).count(c) > 1})
+    if twice:
+        raise DataError(f"column(s) {twice} named for two roles; each role needs its own column")
+    missing = [c for c in columns if c not in available]
     if missing:
-        raise DataError(f"column(s) {missing} not found; the table has columns {table.column_names}")
+        raise DataError(f"column(s) {missing} not found; the {what} has columns {list(available)}")
+    repeated = sorted({c for c in columns if list(available).count(c) > 1})
+    if repeated:
+        raise DataError(f"the {what} has more than one column named {repeated}; rename them")
 
 
 def _column_numpy(col: pa.ChunkedArray, name: str) -> np.ndarray:

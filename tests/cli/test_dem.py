@@ -252,6 +252,6 @@ def test_top_items_with_intervals(files, capsys, command):
     assert main([*base, "--delta", "1e-6", "--seed", "4", "--top", "3"]) == 0
     text = capsys.readouterr().out
     assert "95% interval" in text and "largest of 12 items" in text and "noise" in text
-    for bad, msg in ((["--top", "0"], "--top"), (["--beta", "1"], "--beta")):
+    for bad, msg in ((["--top", "0"], "--top"), (["--beta", "1"], "--beta"), (["--beta", "0"], "--beta")):
         assert main([*base, "--delta", "1e-6", *bad]) == 2
-        assert msg in capsys.readouterr().err
+        assert capsys.readouterr().err.startswith(f"userdp: error: {msg} must lie in")

@@ -61,9 +61,9 @@ def test_account_reduction_json(capsys):
     "argv,msg",
     [
         (["account", "shuffle", "--alpha0", "3", "--m", "100", "--delta", "1e-6"], "Theorem 4.3 needs"),
-        (["account", "shuffle", "--alpha0", "0.1", "--m", "0", "--delta", "1e-6"], "positive integer"),
-        (["account", "calibrate", "--alpha", "5", "--m", "100", "--delta", "1.5"], "delta'"),
-        (["account", "shuffle", "--alpha0", "0.1", "--m", "10", "--n", "0", "--delta", "1e-6"], "positive integer"),
+        (["account", "shuffle", "--alpha0", "0.1", "--m", "0", "--delta", "1e-6"], "--m must lie in [1, "),
+        (["account", "calibrate", "--alpha", "5", "--m", "100", "--delta", "1.5"], "--delta must lie in"),
+        (["account", "shuffle", "--alpha0", "0.1", "--m", "10", "--n", "0", "--delta", "1e-6"], "--n must lie in"),
         (["account", "calibrate", "--alpha", "5", "--m", "100", "--delta", "1e-6", "--model", "central"], "needs n"),
     ],
 )
@@ -109,7 +109,7 @@ def test_distinct_json(tmp_path, capsys):
         (["--user", "nope", "--item", "text", "--epsilon", "1"], "not found"),
         (["--user", "reviewer", "--item", "text", "--epsilon", "0"], "epsilon"),
         (["--user", "reviewer", "--item", "text", "--epsilon", "1", "--beta", "0.6"], "beta"),
-        (["--user", "reviewer", "--item", "text", "--epsilon", "1", "--max-bound", "0"], "l_max"),
+        (["--user", "reviewer", "--item", "text", "--epsilon", "1", "--max-bound", "0"], "--max-bound must lie in"),
     ],
 )
 def test_distinct_bad_input(tmp_path, capsys, extra, msg):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .common import console, report
+from .common import DELTA, EPSILON, console, number, report
 
 
 def cmd_account_shuffle(args: argparse.Namespace) -> int:
@@ -14,17 +14,19 @@ def cmd_account_shuffle(args: argparse.Namespace) -> int:
 
     if args.numerical:
         nb = numerical_shuffle_guarantee(args.alpha0, args.m, args.delta, n=args.n, model=args.model)
+        g = nb.guarantee()
         if not report(args, "numerical amplification bound: PrivEMDItemWise", nb.as_dict()):
-            console().print(nb.guarantee().describe())
+            console().print(g.describe())
         return 0
     b = shuffle_guarantee(args.alpha0, args.m, args.delta, n=args.n, model=args.model)
+    g = b.guarantee()  # a vacuous bound is refused before anything is printed
     out = b.as_dict()
     if args.plot:
         from ..report.plots import plot_privacy_curve
 
         out["plot"] = str(plot_privacy_curve(b, args.plot))
     if not report(args, "Theorem 4.4: PrivEMDItemWise", out):
-        console().print(b.guarantee().describe())
+        console().print(g.describe())
     return 0
 
 
@@ -78,8 +80,8 @@ def cmd_account_reduction(args: argparse.Namespace) -> int:
 
 def _population_args(p: argparse.ArgumentParser) -> None:
     """``--m``, ``--n`` and ``--model`` of the accountant's subcommands."""
-    p.add_argument("--m", type=int, required=True, help="items per user")
-    p.add_argument("--n", type=int, default=None, help="users (central model; omit for local)")
+    p.add_argument("--m", type=number(int, 1, 10**9), required=True, help="items per user")
+    p.add_argument("--n", type=number(int, 1, 10**12), default=None, help="users (central model; omit for local)")
     p.add_argument("--model", choices=["local", "central"], default=None, help="default: central iff --n is given")
 
 
@@ -91,9 +93,9 @@ def add_parser(sub) -> None:
         help="Theorem 4.4: (alpha, delta') from alpha_0",
         epilog="example:\n  userdp account shuffle --alpha0 2 --m 10 --n 10000 --delta 1e-6",
     )
-    sh.add_argument("--alpha0", type=float, required=True, help="the item-level parameter of each randomized item")
+    sh.add_argument("--alpha0", type=EPSILON, required=True, help="the item-level parameter of each randomized item")
     _population_args(sh)
-    sh.add_argument("--delta", type=float, required=True, help="the delta inside Theorem 4.4's h")
+    sh.add_argument("--delta", type=DELTA, required=True, help="the delta inside Theorem 4.4's h")
     sh.add_argument("--plot", default=None, help="write the per-distance curve to this PNG")
     sh.add_argument("--numerical", action="store_true", help="the numerical amplification bound (tighter)")
     sh.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -103,9 +105,9 @@ def add_parser(sub) -> None:
         help="largest alpha_0 for a target (alpha, delta')",
         epilog="example:\n  userdp account calibrate --alpha 20 --m 10 --n 10000 --delta 1e-6",
     )
-    ca.add_argument("--alpha", type=float, required=True, help="the target alpha of the user-level d_EM guarantee")
+    ca.add_argument("--alpha", type=EPSILON, required=True, help="the target alpha of the user-level d_EM guarantee")
     _population_args(ca)
-    ca.add_argument("--delta", type=float, required=True, help="the target delta'")
+    ca.add_argument("--delta", type=DELTA, required=True, help="the target delta'")
     ca.add_argument(
         "--route", default="best", help="best (default), theorem 4.4, eq. (6), eq. (7), composition, numerical"
     )
@@ -117,9 +119,13 @@ def add_parser(sub) -> None:
         help="Theorem 5.3 / 1.3 for BoundedEMDReduction",
         epilog="example:\n  userdp account reduction --epsilon 1 --r 0.05 --delta 1e-6",
     )
-    rd.add_argument("--epsilon", type=float, required=True, help="the discrete epsilon of the guarantee")
-    rd.add_argument("--r", type=float, required=True, help="r of the discrete guarantee (distances below r)")
-    rd.add_argument("--delta", type=float, required=True, help="the delta of the discrete guarantee")
-    rd.add_argument("--s", type=int, default=None, help="samples per user (default: the smallest, Theorem 1.3)")
+    rd.add_argument("--epsilon", type=EPSILON, required=True, help="the discrete epsilon of the guarantee")
+    rd.add_argument(
+        "--r", type=number(float, 1e-9, 1.0), required=True, help="r of the discrete guarantee (distances below r)"
+    )
+    rd.add_argument("--delta", type=DELTA, required=True, help="the delta of the discrete guarantee")
+    rd.add_argument(
+        "--s", type=number(int, 1, 10**9), default=None, help="samples per user (default: the smallest, Theorem 1.3)"
+    )
     rd.add_argument("--json", action="store_true", help="print the result as one JSON object")
     rd.set_defaults(func=cmd_account_reduction)

@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 
-from .common import console
+from .common import SEED, console, number
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -90,6 +90,8 @@ def add_parser(sub) -> None:
         choices=["gkrr", "exponential", "itemwise", "distinct", "laplace", "gaussian", "linear", "lattice"],
         help="lattice: the exact support-and-loss audits of the lattice samplers (Laplace, Gaussian, l1, l2)",
     )
-    au.add_argument("--trials", type=int, default=50_000, help="samples per input (statistical audits)")
-    au.add_argument("--seed", type=int, default=None, help="seed the audit's sampling (reproducible runs)")
+    au.add_argument(
+        "--trials", type=number(int, 1, 10**7), default=50_000, help="samples per input (statistical audits)"
+    )
+    au.add_argument("--seed", type=SEED, default=None, help="seed the audit's sampling (reproducible runs)")
     au.set_defaults(func=cmd_audit)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+from collections.abc import Callable
 from typing import Any
 
 from ..engines import ENGINES
@@ -12,6 +14,31 @@ from ..errors import ParameterError
 from . import ledger
 
 SEED_WARNING = "seeded noise: for demonstrations only, no privacy"
+
+
+class OutOfRange(Exception):
+    """A number outside its option's range; the parser (:class:`userdp.cli.main._Parser`) adds the option's
+    name and raises :class:`~userdp.errors.ParameterError` (``userdp: error: …``, exit 2)."""
+
+
+def number(kind: type, low: float, high: float, low_open: bool = False) -> Callable[[str], Any]:
+    """An argparse ``type``: a finite ``kind`` (int or float) in ``[low, high]`` (``(low, high]`` with
+    ``low_open``), checked before anything runs: beyond these ranges a release is meaningless and its
+    calibration would overflow. Text that is not a number is argparse's usage error."""
+
+    def parse(text: str) -> Any:
+        v = kind(text)  # a ValueError: argparse's "invalid float value"
+        if (isinstance(v, float) and not math.isfinite(v)) or v > high or v < low or (low_open and v == low):
+            raise OutOfRange(f"must lie in {'(' if low_open else '['}{low:g}, {high:g}], got {text}")
+        return v
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
+EPSILON = number(float, 1e-6, 1e4)  # epsilon, alpha and alpha_0 of a release
+DELTA = number(float, 1e-300, 1.0)  # delta of a request (0 means pure: leave the option out)
+SEED = number(int, 0, 2**63 - 1)
 
 
 def console(stderr: bool = False):
@@ -28,7 +55,7 @@ def add_release_options(p: argparse.ArgumentParser) -> None:
         default="memory",
         help="where the data plane runs: memory (default), chunked (bounded memory; rows grouped by user) or spark",
     )
-    p.add_argument("--seed", type=int, default=None, help="seed the noise (demonstrations only: no privacy)")
+    p.add_argument("--seed", type=SEED, default=None, help="seed the noise (demonstrations only: no privacy)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     ledger.add_option(p)
 

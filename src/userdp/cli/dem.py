@@ -15,7 +15,20 @@ import numpy as np
 from .. import releases
 from ..errors import ParameterError
 from ..metrics import EuclideanMetric, GreatCircleMetric
-from .common import BBOX_FORM, add_bbox, add_release_options, charge, console, floats, parse_bbox, print_json, warn_seed
+from .common import (
+    BBOX_FORM,
+    DELTA,
+    EPSILON,
+    add_bbox,
+    add_release_options,
+    charge,
+    console,
+    floats,
+    number,
+    parse_bbox,
+    print_json,
+    warn_seed,
+)
 
 
 def _request(args: argparse.Namespace) -> dict:
@@ -186,10 +199,10 @@ def add_parser(sub) -> None:
     def request(p: argparse.ArgumentParser) -> None:
         p.add_argument("file", help="CSV, Parquet or JSON-lines file, one record per item")
         p.add_argument("--user", required=True, help="user column")
-        p.add_argument("--alpha", type=float, required=True, help="the requested alpha of the d_EM-DP guarantee")
+        p.add_argument("--alpha", type=EPSILON, required=True, help="the requested alpha of the d_EM-DP guarantee")
         p.add_argument(
             "--delta",
-            type=float,
+            type=DELTA,
             default=None,
             help="the requested delta (default 0: a pure guarantee); required with --samples",
         )
@@ -201,12 +214,15 @@ def add_parser(sub) -> None:
         )
         p.add_argument(
             "--samples",
-            type=int,
+            type=number(int, 1, 10**6),
             default=None,
             help="BoundedEMDReduction: S samples per user; the guarantee is then (alpha r, delta, r)-discrete",
         )
         p.add_argument(
-            "--r-discrete", type=float, default=None, help="with --samples: r of the discrete guarantee (default 0.05)"
+            "--r-discrete",
+            type=number(float, 1e-9, 1.0),
+            default=None,
+            help="with --samples: r of the discrete guarantee (default 0.05)",
         )
         p.add_argument(
             "--allow-weaker",
@@ -230,7 +246,12 @@ def add_parser(sub) -> None:
         help="the metric between points: greatcircle (lat/lon, km; needs --bbox) or euclidean (needs --diameter)",
     )
     add_bbox(li, required=False, purpose="greatcircle: ")
-    li.add_argument("--diameter", type=float, default=None, help="euclidean: the public diameter of the points")
+    li.add_argument(
+        "--diameter",
+        type=number(float, 0.0, 1e300, low_open=True),
+        default=None,
+        help="euclidean: the public diameter of the points",
+    )
     li.add_argument(
         "--query",
         choices=["mean", "distance"],
@@ -255,10 +276,20 @@ def add_parser(sub) -> None:
             default="clustered",
             help="the metric between items: 0 for the same item, r within a cluster, 1 across clusters",
         )
-        p.add_argument("--r", type=float, default=0.1, help="clustered: the distance between items of one cluster")
-        p.add_argument("--top", type=int, default=10, help="print the K items with the largest estimates")
         p.add_argument(
-            "--beta", type=float, default=0.05, help="the intervals hold for all items at once with probability 1-beta"
+            "--r",
+            type=number(float, 0.0, 1.0, low_open=True),
+            default=0.1,
+            help="clustered: the distance between items of one cluster",
+        )
+        p.add_argument(
+            "--top", type=number(int, 1, 10**6), default=10, help="print the K items with the largest estimates"
+        )
+        p.add_argument(
+            "--beta",
+            type=number(float, 0.0, 1.0, low_open=True),
+            default=0.05,
+            help="the intervals hold for all items at once with probability 1-beta",
         )
 
     it = sub.add_parser(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from .common import console
+from ..errors import ParameterError
+from .common import SEED, console
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
@@ -40,14 +42,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Every release userdp makes, on the bundled real data (see :mod:`userdp.report.demo`)."""
     from ..report.demo import run_demo
 
-    run_demo(args.out, args.seed, console())
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"--out {out} is a file; give a folder for the report")
+    run_demo(out, args.seed, console())
     return 0
 
 
 def add_parser(sub) -> None:
     d = sub.add_parser("demo", help="run the releases on the bundled real data")
     d.add_argument("--out", default="userdp-demo", help="output directory")
-    d.add_argument("--seed", type=int, default=None, help="seed the noise (demonstrations only: no privacy)")
+    d.add_argument("--seed", type=SEED, default=None, help="seed the noise (demonstrations only: no privacy)")
     d.set_defaults(func=cmd_demo)
     s = sub.add_parser("datasets", help="list the bundled datasets")
     s.set_defaults(func=cmd_datasets)

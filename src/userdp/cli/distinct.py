@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .. import releases
-from .common import add_release_options, charge, report, warn_seed
+from .common import EPSILON, add_release_options, charge, number, report, warn_seed
 
 
 def cmd_distinct(args: argparse.Namespace) -> int:
@@ -48,9 +48,16 @@ def add_parser(sub) -> None:
     di.add_argument("--user", required=True, help="person column")
     di.add_argument("--item", required=True, help="element column (or text, with --tokenize)")
     di.add_argument("--tokenize", action="store_true", help="split the item column into lower-cased words")
-    di.add_argument("--epsilon", type=float, required=True, help="the privacy parameter (add or remove one person)")
-    di.add_argument("--beta", type=float, default=0.05, help="the bound holds with probability at least 1 - beta")
-    di.add_argument("--max-bound", type=int, default=100, help="l_max: the largest contribution bound tried")
+    di.add_argument("--epsilon", type=EPSILON, required=True, help="the privacy parameter (add or remove one person)")
+    di.add_argument(
+        "--beta",
+        type=number(float, 0.0, 1.0, low_open=True),
+        default=0.05,
+        help="the bound holds with probability at least 1 - beta",
+    )
+    di.add_argument(
+        "--max-bound", type=number(int, 1, 10**6), default=100, help="l_max: the largest contribution bound tried"
+    )
     di.add_argument(
         "--method",
         choices=["matching", "greedy", "sampling"],

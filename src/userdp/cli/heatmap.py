@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import releases
 from ..errors import ParameterError
-from .common import add_bbox, add_release_options, charge, console, parse_bbox, print_json, warn_seed
+from .common import EPSILON, add_bbox, add_release_options, charge, console, number, parse_bbox, print_json, warn_seed
 
 _ONLY = {"--w": ("w", "sparse"), "--top-percent": ("top_percent", "threshold"), "--dense-side": ("dense_side", "dense")}
 
@@ -24,6 +24,13 @@ def _check_applicable(args: argparse.Namespace) -> None:
             raise ParameterError(f"{flag} applies to --algorithm {algorithm} only, not {args.algorithm}; leave it out")
 
 
+def _image_kinds() -> list[str]:
+    """The image formats matplotlib writes (``png``, ``pdf``, ``svg``, ...)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return sorted(k for k in FigureCanvasBase.get_supported_filetypes() if k != "npy")
+
+
 def cmd_heatmap(args: argparse.Namespace) -> int:
     from ..heatmaps import gaussian_heatmap
     from ..report.maps import MapPanel, left_out_label, render_maps
@@ -31,6 +38,11 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     _check_applicable(args)
     box = parse_bbox(args.bbox)
     out = Path(args.out)
+    if not out.name or out.name in (".", ".."):
+        raise ParameterError(f"--out needs an image file name, got {args.out!r}")
+    kinds = _image_kinds()
+    if out.suffix.lower().lstrip(".") not in kinds:
+        raise ParameterError(f"--out {out.name} needs an image suffix, one of {', '.join('.' + k for k in kinds)}")
     grid_path = out.with_suffix(".npy")
     if out.is_dir() or grid_path.is_dir():
         raise ParameterError(f"--out {out} names a folder; give the image's file name")
@@ -83,7 +95,10 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
                 ) from None
     finally:
         for _, tmp in staged:
-            tmp.unlink(missing_ok=True)
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:  # its folder cannot hold it (then it was never written)
+                pass
     result = {
         "epsilon": args.epsilon,
         "algorithm": args.algorithm,
@@ -116,19 +131,34 @@ def add_parser(sub) -> None:
     p.add_argument("--lon", required=True, help="longitude column")
     add_bbox(p, required=True)
     p.add_argument("--resolution", type=int, default=256, help="cells per side (a power of two)")
-    p.add_argument("--epsilon", type=float, required=True, help="the privacy parameter (add or remove one user)")
+    p.add_argument("--epsilon", type=EPSILON, required=True, help="the privacy parameter (add or remove one user)")
     p.add_argument(
         "--algorithm",
         choices=list(releases.ALGORITHMS),
         default="sparse",
         help="sparse EMD aggregation (Ghazi et al.), dense (appendix D), or the Laplace baselines",
     )
-    p.add_argument("--w", type=int, default=None, help="sparse only: cells kept per level (default 20)")
-    p.add_argument("--top-percent", type=float, default=None, help="threshold only: percent of cells kept (default 1)")
     p.add_argument(
-        "--dense-side", type=int, default=None, help="dense only: public coarse grid side (default resolution/8)"
+        "--w", type=number(int, 1, 10**6), default=None, help="sparse only: cells kept per level (default 20)"
     )
-    p.add_argument("--sigma", type=float, default=None, help="Gaussian filter in cells (default resolution/128)")
+    p.add_argument(
+        "--top-percent",
+        type=number(float, 0.0, 100.0, low_open=True),
+        default=None,
+        help="threshold only: percent of cells kept (default 1)",
+    )
+    p.add_argument(
+        "--dense-side",
+        type=number(int, 1, 8192),
+        default=None,
+        help="dense only: public coarse grid side (default resolution/8)",
+    )
+    p.add_argument(
+        "--sigma",
+        type=number(float, 0.0, 256.0),
+        default=None,
+        help="Gaussian filter in cells (default resolution/128)",
+    )
     p.add_argument("--drop-outside", action="store_true", help="drop points outside the box (count not reported)")
     p.add_argument("--out", default="heatmap.png", help="the image; the grid is written next to it as .npy")
     p.add_argument("--force", action="store_true", help="overwrite --out (and its .npy grid) if they exist")

@@ -7,8 +7,9 @@ import argparse
 import sys
 
 from .. import __version__
-from ..errors import UserDPError
+from ..errors import ParameterError, UserDPError
 from . import account, audit, completion, dem, demo, distinct, heatmap, ledger
+from .common import OutOfRange
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -27,6 +28,15 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
 
+    def _get_value(self, action: argparse.Action, arg_string: str):
+        """A number outside its option's range (:func:`userdp.cli.common.number`) is a ParameterError naming
+        the option: ``userdp: error: --epsilon must lie in …`` (exit 2)."""
+        try:
+            return super()._get_value(action, arg_string)
+        except OutOfRange as exc:
+            name = action.option_strings[-1] if action.option_strings else action.dest
+            raise ParameterError(f"{name} {exc}") from None
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="userdp", description="User-level differential privacy.")
@@ -38,18 +48,47 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_argv(argv: list[str]) -> None:
+    """Arguments must be text this program can print back (a name that is not valid UTF-8 would fail when a
+    message or the ledger repeats it, possibly after a release was charged)."""
+    for a in argv:
+        try:
+            a.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = a.encode("utf-8", "backslashreplace").decode()
+            raise ParameterError(f"argument {shown} is not valid UTF-8") from None
+
+
+def _check_values(args: argparse.Namespace) -> None:
+    """``--option=--`` gives argparse's empty list instead of a value (Python 3.11): refuse it as a usage
+    error. Only ``--budget`` (append) takes a list."""
+    for name, value in vars(args).items():
+        if isinstance(value, list) and name not in ("budget", "argv"):
+            raise ParameterError(f"--{name.replace('_', '-')} needs a value")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
-    args.argv = argv  # recorded in the ledger with a charged release
     try:
+        _check_argv(argv)
+        args = build_parser().parse_args(argv)
+        args.argv = argv  # recorded in the ledger with a charged release
+        _check_values(args)
         ledger.check(args)  # a missing or invalid --ledger fails before any data is read
         return int(args.func(args) or 0)
     except UserDPError as exc:  # the command line reports every refusal without a traceback
         print(f"userdp: error: {exc}", file=sys.stderr)
         return 2
     except MemoryError:
-        print("userdp: error: out of memory; use a smaller resolution or --engine chunked", file=sys.stderr)
+        print(
+            "userdp: error: out of memory; use smaller parameters (--resolution, --samples, --trials) "
+            "or --engine chunked",
+            file=sys.stderr,
+        )
+        return 2
+    except OSError as exc:  # a file the command cannot open, read or write (a name too long, a folder, ...)
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"userdp: error: {exc.strerror or type(exc).__name__}{where}", file=sys.stderr)
         return 2
 
 

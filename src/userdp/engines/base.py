@@ -65,6 +65,10 @@ class Columns:
             raise ParameterError("name one of item= (ids) or points= (coordinate columns), not both")
         if self.tokenize and self.item is None:
             raise ParameterError("tokenize splits an item column into words; name the item column")
+        roles = [self.user, *([self.item] if self.item is not None else []), *self.points]
+        twice = sorted({c for c in roles if roles.count(c) > 1})
+        if twice:
+            raise ParameterError(f"column(s) {twice} named for two roles; each role needs its own column")
 
     @property
     def names(self) -> list[str]:

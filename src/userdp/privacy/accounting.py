@@ -130,8 +130,8 @@ def validity_limit(M: int, delta: float) -> float:
     """Theorem 4.3's bound on ``alpha_0``: ``ln(M / (16 ln(4 M / delta)))`` (``-inf`` if ``M`` is too small)."""
     M = _check_m(M, "M")
     delta = _check_delta(delta)
-    ratio = M / (16 * math.log(4 * M / delta))
-    return math.log(ratio)
+    ratio = M / (16 * (math.log(4 * M) - math.log(delta)))  # no overflow of 4 M / delta for a tiny delta
+    return math.log(ratio) if ratio > 0 else -math.inf
 
 
 def _require_valid(alpha0: float, M: int, delta: float) -> None:

@@ -80,6 +80,8 @@ class LedgerEntry:
 
 
 def _lock_path(path: Path) -> Path:
+    if not path.name or path.name in (".", ".."):
+        raise ParameterError(f"a ledger needs a file name, got {str(path)!r}")
     return path.with_name(path.name + ".lock")
 
 
@@ -236,6 +238,8 @@ class Session:
         """Inverse of :meth:`to_dict`. The recorded costs are replayed (a per-distance curve is not stored,
         so a cost is not recomputed from the stored guarantee). A ledger of the first format with one budget
         is read as is; one with several budgets is refused with instructions."""
+        if not isinstance(d, dict):
+            raise ParameterError("not a userdp ledger (the file holds no JSON object)")
         fmt = d.get("format")
         if fmt == "userdp-ledger/1":
             return cls._from_v1(d)
@@ -317,9 +321,15 @@ class Session:
                 return cls.from_dict(json.load(fh))
         except FileNotFoundError:
             raise ParameterError(f"no ledger at {path}; create one with `userdp ledger init`") from None
+        except IsADirectoryError:
+            raise ParameterError(f"{path} is a folder, not a ledger file") from None
+        except UnicodeDecodeError:
+            raise ParameterError(f"{path} is not a valid userdp ledger (not text)") from None
+        except OSError as exc:
+            raise ParameterError(f"cannot read the ledger {path} ({exc.strerror or type(exc).__name__})") from None
         except ParameterError as exc:
             raise ParameterError(f"{path}: {exc}") from None
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, BudgetExceededError) as exc:
+        except (json.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError, BudgetExceededError) as exc:
             raise ParameterError(f"{path} is not a valid userdp ledger: {exc}") from None
 
     @classmethod
