@@ -336,6 +336,9 @@ def problems(o: Outcome) -> list[str]:
             found.append("exit 2 without 'userdp: error:' on standard error")
         if o.out:
             found.append("exit 2 after printing on standard output")
+        internals = [x for x in ("Traceback", "<Neighbours", "<class ", "object at 0x") if x in o.err]
+        if internals:  # issue 15, defect 6: messages in the user's terms, not Python's
+            found.append(f"exit 2 with Python internals in the message: {internals}")
         if o.created or o.changed or o.removed:
             found.append(f"exit 2 but files created {o.created}, changed {o.changed}, removed {o.removed}")
     if o.leftovers:

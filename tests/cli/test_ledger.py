@@ -110,6 +110,7 @@ def test_an_add_remove_ledger_refuses_a_local_release(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out == "" and "cannot be charged to a budget of user-level DP for add or remove one user" in err
     assert "not whether the user took part" in err and "replace one user's data accepts every" in err
+    assert "<Neighbours" not in err and "kind (" not in err  # issue 15, defect 6: no Python internals
     assert ledger.read_text() == before
     assert _init(capsys, tmp_path / "replace.json", "replace:5") == 0  # the same release under replace: costs 2
     assert main(cli_argv.greatcircle(data, "--alpha", "2", "--json", "--ledger", str(tmp_path / "replace.json"))) == 0
