@@ -2,7 +2,7 @@
 
 from ..engines.memory import grid_sum as user_grid_sum
 from .baselines import dense_emd_agg, dense_resolution, emd_projection_nonnegative, laplace_heatmap
-from .render import all_metrics, gaussian_heatmap, heatmap_emd, kl_divergence, pearson_cc, similarity
+from .quality import all_metrics, gaussian_heatmap, heatmap_emd, kl_divergence, pearson_cc, similarity
 from .sparse import dp_sparse_emd_agg, level_budgets, pyramid_level, reconstruct
 
 __all__ = [

@@ -13,7 +13,7 @@ from ..errors import DataError, ParameterError
 from ..noise import RngLike, laplace_mechanism
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
-from .render import _norm as _normalize  # mass 1 (uniform if nothing is left)
+from .quality import _norm as _normalize  # mass 1 (uniform if nothing is left)
 from .sparse import _check_grid, pyramid_level
 
 __all__ = ["laplace_heatmap", "dense_emd_agg", "dense_resolution", "emd_projection_nonnegative"]
