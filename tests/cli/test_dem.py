@@ -238,20 +238,31 @@ def test_top_items_with_intervals(files, capsys, command):
     out = _run(capsys, [*base, "--delta", "1e-6", "--json", "--seed", "4", "--top", "3", "--beta", "0.1"])
     top, w = out["top"], out["interval_halfwidth"]
     assert len(top) == 3 and out["interval_confidence"] == pytest.approx(0.9) and w > 0
-    unbiased = out["unbiased"] if command == "freq" else out["estimate"]
+    unbiased = out["unbiased"]  # both commands; itemwise's estimate is this one too
+    assert out["informative"] == (w < 0.5)
+    if command == "itemwise":
+        assert out["estimate"] == unbiased
     assert [t["item"] for t in top] == sorted(unbiased, key=lambda k: -unbiased[k])[:3]
     for t in top:
-        assert t["estimate"] == pytest.approx(unbiased[t["item"]])
-        assert t["low"] == pytest.approx(max(t["estimate"] - w, 0)) and t["high"] == pytest.approx(
-            min(t["estimate"] + w, 1)
+        assert t["unbiased"] == pytest.approx(unbiased[t["item"]])
+        assert t["low"] == pytest.approx(max(t["unbiased"] - w, 0)) and t["high"] == pytest.approx(
+            min(t["unbiased"] + w, 1)
         )
-        assert t["distinguishable_from_zero"] == (t["estimate"] - w > 0)
+        assert t["distinguishable_from_zero"] == (t["unbiased"] - w > 0)
     if command == "itemwise":
         assert sum(out["released_histogram"].values()) == pytest.approx(1.0)
         assert out["released_histogram"] != out["estimate"]
     assert main([*base, "--delta", "1e-6", "--seed", "4", "--top", "3"]) == 0
     text = capsys.readouterr().out
     assert "95% interval" in text and "largest of 12 items" in text and "noise" in text
+    assert "r = 0.05" in text  # --samples: the discrete guarantee's r is part of the request
+    # a noise wider than any share says so plainly; shares are shown clipped to [0, 1] like their intervals
+    weak = cli_argv.clustered(command, files / "data.csv", files / "domain.csv", "--alpha", "2", "--samples", "20")
+    assert main([*weak, "--delta", "1e-6", "--seed", "4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["informative"] is False
+    assert main([*weak, "--delta", "1e-6", "--seed", "4"]) == 0
+    text = capsys.readouterr().out
+    assert "note:" in text and "says almost nothing about single items" in text
     for bad, msg in ((["--top", "0"], "--top"), (["--beta", "1"], "--beta"), (["--beta", "0"], "--beta")):
         assert main([*base, "--delta", "1e-6", *bad]) == 2
         assert capsys.readouterr().err.startswith(f"userdp: error: {msg} must lie in")

@@ -116,7 +116,7 @@ def _top(rel, domain, k: int) -> tuple[dict, list[dict]]:
     top = [
         {
             "item": labels[i],
-            "estimate": float(H[i]),
+            "unbiased": float(H[i]),
             "low": float(max(H[i] - w, 0.0)),
             "high": float(min(H[i] + w, 1.0)),
             "distinguishable_from_zero": bool(H[i] - w > 0),
@@ -132,7 +132,7 @@ def cmd_itemwise(args: argparse.Namespace) -> int:
     unbiased, top = _top(rel, domain, args.top)
     released = {str(domain.labels[i]): float(v) for i, v in enumerate(rel.value)}
     extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "m": rel.params["m"]}
-    return _emit(args, rel, unbiased, {**extra, "released_histogram": released}, top)
+    return _emit(args, rel, unbiased, {**extra, "unbiased": unbiased, "released_histogram": released}, top)
 
 
 def cmd_freq(args: argparse.Namespace) -> int:
@@ -158,6 +158,7 @@ def _emit(args: argparse.Namespace, rel, estimate, extra: dict, top: list[dict] 
             interval_halfwidth=rel.extras["interval_halfwidth"],
             interval_confidence=rel.extras["interval_confidence"],
             error=rel.error.description,
+            informative=bool(rel.extras["interval_halfwidth"] < 0.5),
         )
     if args.json:
         warn_seed(args, out)
@@ -170,7 +171,8 @@ def _emit(args: argparse.Namespace, rel, estimate, extra: dict, top: list[dict] 
     if "guarantee_warning" in extra:
         con.print(f"[bold red]warning:[/] {extra['guarantee_warning']}")
     con.print(f"[bold]{rel.mechanism}[/]")
-    con.print("requested: " + ", ".join(f"{k} = {v:.6g}" for k, v in extra["requested"].items()))
+    requested = {k: v for k, v in extra["requested"].items() if k != "r" or args.samples is not None}
+    con.print("requested: " + ", ".join(f"{k} = {v:.6g}" for k, v in requested.items()))
     con.print(f"delivered: {rel.guarantee.describe()}")
     t = Table(show_header=False)
     for k, v in extra.items():
@@ -181,11 +183,21 @@ def _emit(args: argparse.Namespace, rel, estimate, extra: dict, top: list[dict] 
         con.print(f"estimate: {estimate}")
         return 0
     conf = rel.extras["interval_confidence"]
-    et = Table("item", "estimated share", f"{conf:.0%} interval (all items at once)", "")
+    et = Table("item", "share (unbiased estimate)", f"{conf:.0%} interval (all items at once)", "")
     for row in top:
         note = "" if row["distinguishable_from_zero"] else "could be 0: noise"
-        et.add_row(row["item"], f"{row['estimate']:.4f}", f"[{row['low']:.4f}, {row['high']:.4f}]", note)
+        # a share lies in [0, 1]; the unbiased estimate can leave it (noise), shown clipped like its interval
+        shown = min(max(row["unbiased"], 0.0), 1.0)
+        mark = "" if shown == row["unbiased"] else f" (unclipped {row['unbiased']:.3g})"
+        et.add_row(row["item"], f"{shown:.4f}{mark}", f"[{row['low']:.4f}, {row['high']:.4f}]", note)
     con.print(et)
+    w = rel.extras["interval_halfwidth"]
+    if w >= 0.5:
+        con.print(
+            f"[bold yellow]note:[/] at these parameters the noise (±{w:.3g} on a share) exceeds any share: this "
+            "release says almost nothing about single items. Raise --alpha, use more users, or --samples with "
+            "fewer samples per user (fewer randomized items, each with a larger alpha_0), or --model central."
+        )
     con.print(
         f"The {len(top)} largest of {len(estimate)} items by the unbiased estimate. Every estimate carries noise "
         f"from the randomized response: with probability {conf:.0%}, every item's true share lies within "
