@@ -254,6 +254,8 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None, format: s
     fmt = format or (sfx[-1].lstrip(".") if sfx else "")
     if fmt not in ("parquet", "pq", "csv", "tsv", "txt", "json", "jsonl", "ndjson"):
         raise DataError(f"cannot tell the format of {path.name}; pass format='csv', 'parquet' or 'jsonl'")
+    if path.is_file() and path.stat().st_size == 0:  # an empty file says nothing: not even its columns
+        raise DataError(f"{path.name} is empty (not even a header line)")
     try:
         if fmt in ("parquet", "pq"):
             table = pq.read_table(path)

@@ -167,3 +167,13 @@ def test_an_option_of_another_algorithm_is_refused(points, tmp_path, capsys, alg
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith(f"userdp: error: {flag} applies to --algorithm")
     assert list(tmp_path.iterdir()) == [points] or not out.exists()
+
+
+def test_dense_side_is_checked_in_the_commands_terms(points, tmp_path, capsys):
+    """--dense-side must be a power of two no larger than --resolution, said with the flag's names (not the
+    library's coarse_side), before any data is read."""
+    argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "64", "--epsilon", "1")
+    for side in ("7", "128"):
+        assert main([*argv, "--algorithm", "dense", "--dense-side", side, "--out", str(tmp_path / "m.png")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("userdp: error: --dense-side must be a power of two no larger than --resolution")

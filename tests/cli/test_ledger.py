@@ -190,3 +190,11 @@ def test_a_folder_input_is_fingerprinted_by_its_files(tmp_path):
     (folder / "b.csv").write_text("user,item\n2,y\n")
     two = cli_ledger.file_fingerprint(folder)
     assert one["name"] == str(folder) and one["sha256"] != two["sha256"]
+
+
+def test_a_file_that_is_not_a_ledger_is_named_plainly(tmp_path, capsys):
+    bad = tmp_path / "notes.json"
+    bad.write_text("not json at all")
+    assert main(["ledger", "show", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "is not a userdp ledger (not JSON)" in err and "line 1 column" not in err

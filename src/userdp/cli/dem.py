@@ -262,7 +262,8 @@ def add_parser(sub) -> None:
         "--diameter",
         type=number(float, 0.0, 1e300, low_open=True),
         default=None,
-        help="euclidean: the public diameter of the points",
+        help="euclidean: the public diameter of the ball, centred at the origin, that holds every point "
+        "(centre your coordinates first)",
     )
     li.add_argument(
         "--query",

@@ -22,6 +22,9 @@ def _check_applicable(args: argparse.Namespace) -> None:
     for flag, (dest, algorithm) in _ONLY.items():
         if getattr(args, dest) is not None and args.algorithm != algorithm:
             raise ParameterError(f"{flag} applies to --algorithm {algorithm} only, not {args.algorithm}; leave it out")
+    side = args.dense_side
+    if side is not None and (side & (side - 1) or side > args.resolution):
+        raise ParameterError(f"--dense-side must be a power of two no larger than --resolution, got {side}")
 
 
 def _image_kinds() -> list[str]:

@@ -89,6 +89,8 @@ def _batches(source: Any, columns: Sequence[str], rows: int) -> Iterator[pa.Reco
         raise DataError(f"no such file: {path}")
     sfx = [x.lower() for x in path.suffixes if x.lower() not in (".xz", ".gz", ".bz2")]
     fmt = sfx[-1].lstrip(".") if sfx else ""
+    if path.is_file() and path.stat().st_size == 0:
+        raise DataError(f"{path.name} is empty (not even a header line)")
     try:
         if fmt in ("parquet", "pq"):
             # a buffered stream without read-ahead: with the defaults the reader's memory grows with the file

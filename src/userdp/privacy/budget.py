@@ -329,7 +329,10 @@ class Session:
             raise ParameterError(f"cannot read the ledger {path} ({exc.strerror or type(exc).__name__})") from None
         except ParameterError as exc:
             raise ParameterError(f"{path}: {exc}") from None
-        except (json.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError, BudgetExceededError) as exc:
+        except json.JSONDecodeError:
+            hint = "create one with `userdp ledger init`"
+            raise ParameterError(f"{path} is not a userdp ledger (not JSON); {hint}") from None
+        except (AttributeError, KeyError, TypeError, ValueError, BudgetExceededError) as exc:
             raise ParameterError(f"{path} is not a valid userdp ledger: {exc}") from None
 
     @classmethod
