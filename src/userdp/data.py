@@ -56,6 +56,33 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(str(text).lower())
 
 
+def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``, bit for bit, but fast on text.
+
+    NumPy sorts all ``N`` strings (an object-array sort: 50 s for IMDB's 12 million words). Arrow's hash
+    dictionary encoding finds the distinct strings in one pass; only those are sorted (code-point order, as
+    NumPy's), and the codes are renumbered into that order. Numbers, and text Arrow cannot take as one string
+    column (mixed types), go to ``np.unique``.
+    """
+    arr = np.asarray(values)
+    if arr.dtype.kind in "OU" and arr.size > 1024:
+        try:
+            enc = pa.array(arr.reshape(-1), type=pa.large_string()).dictionary_encode()
+        except (pa.ArrowException, TypeError, ValueError):
+            enc = None
+        if enc is not None:
+            distinct = enc.dictionary.to_numpy(zero_copy_only=False)
+            perm = np.argsort(distinct, kind="stable")
+            rank = np.empty(perm.size, dtype=np.int64)
+            rank[perm] = np.arange(perm.size, dtype=np.int64)
+            uniq = distinct[perm]
+            if arr.dtype.kind == "U":
+                uniq = uniq.astype(arr.dtype)
+            return uniq, rank[enc.indices.to_numpy(zero_copy_only=False)]
+    uniq, inverse = np.unique(arr, return_inverse=True)
+    return uniq, inverse.reshape(-1).astype(np.int64, copy=False)
+
+
 def group_by_user(users: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group records by user key.
 
@@ -63,8 +90,7 @@ def group_by_user(users: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     ``user_keys[i]``; users are sorted by key and records keep their input order within a user.
     """
     users = np.asarray(users)
-    keys, inverse = np.unique(users, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    keys, inverse = unique_inverse(users)
     order = np.argsort(inverse, kind="stable")
     counts = np.bincount(inverse, minlength=keys.size)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -121,12 +147,12 @@ class FiniteDomain:
     @classmethod
     def from_data(cls, values: Sequence[Any] | np.ndarray) -> FiniteDomain:
         """The set of distinct values seen in the data, sorted. Marked ``public=False``."""
-        return cls(np.unique(np.asarray(values)), public=False)
+        return cls(unique_inverse(np.asarray(values))[0], public=False)
 
     def encode(self, values: Sequence[Any] | np.ndarray) -> np.ndarray:
         """Codes of ``values``; a :class:`DataError` if any value is not in the domain."""
         arr = np.asarray(values)
-        uniq, inv = np.unique(arr, return_inverse=True)
+        uniq, inv = unique_inverse(arr)
         codes_u = np.fromiter(
             (self._index.get(u.item() if hasattr(u, "item") else u, -1) for u in uniq),
             dtype=np.int64,
