@@ -445,9 +445,11 @@ class UserDataset:
                     raise DataError(f"item ids must be strings or integers, found {type(bad[0]).__name__}")
             elif items_arr.dtype.kind not in "iuU":
                 raise DataError(f"item ids must be strings or integers, not {items_arr.dtype}")
-            if domain is None:
-                domain = FiniteDomain.from_data(items_arr)
-            codes = domain.encode(items_arr)
+            if domain is None:  # read off the data: its distinct values and the codes in one pass
+                labels, codes = unique_inverse(items_arr)
+                domain = FiniteDomain(labels, public=False)
+            else:
+                codes = domain.encode(items_arr)
         offsets, order, user_keys = group_by_user(users)
         return cls(offsets, codes[order], user_keys, domain)
 

@@ -47,12 +47,17 @@ def load_table(table: Any, columns: Columns, domain: FiniteDomain | BoxDomain | 
         users, texts = t.column(columns.user), col
         if users.null_count or texts.null_count:
             raise DataError("the user and item columns must not have missing values")
-        u, words = [], []
-        for key, text in zip(users.to_pylist(), texts.to_pylist(), strict=True):
+        words: list[str] = []
+        counts = np.empty(t.num_rows, dtype=np.int64)
+        for i, text in enumerate(texts.to_pylist()):
             toks = tokenize(text)
-            u.extend([key] * len(toks))
+            counts[i] = len(toks)
             words.extend(toks)
-        return UserDataset.from_arrays(np.asarray(u), np.asarray(words, dtype=object), domain=domain)
+        # every row's user key once per word of the row (a repeat of the row keys, not a Python list)
+        u = np.repeat(users.to_numpy(zero_copy_only=False), counts)
+        items = np.empty(len(words), dtype=object)
+        items[:] = words
+        return UserDataset.from_arrays(u, items, domain=domain)
     if columns.item is not None:
         return UserDataset.from_table(t, user=columns.user, item=columns.item, domain=domain)
     return UserDataset.from_table(t, user=columns.user, items=list(columns.points), domain=domain)
