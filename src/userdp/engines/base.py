@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..data import BoxDomain, FiniteDomain, UserDataset, group_by_user
+from ..data import BoxDomain, FiniteDomain, UserDataset, group_by_user, unique_inverse
 from ..errors import DataError, ParameterError
 from ..noise import KeyedStreams
 
@@ -42,7 +42,9 @@ __all__ = [
     "check_grid",
     "count_table",
     "decode_keys",
+    "edges_from_codes",
     "edges_from_pairs",
+    "edges_of_dataset",
     "sum_by_size",
     "user_means",
 ]
@@ -289,10 +291,52 @@ def user_means(offsets: np.ndarray, values: np.ndarray) -> np.ndarray:
 def edges_from_pairs(users: np.ndarray, labels: np.ndarray) -> UserDataset:
     """The deduplicated person-element graph of ``(users[j], labels[j])`` records as a dataset of sets:
     labels as strings, coded by their sorted order (a data-independent element order), users by key. The
-    labels are read off the data (``FiniteDomain(public=False)``): the distinct count never releases them."""
+    labels are read off the data (``FiniteDomain(public=False)``): the distinct count never releases them.
+
+    The distinct raw labels are found first (Arrow's hash path for text, :func:`userdp.data.unique_inverse`),
+    and only they are turned into strings and sorted."""
     users = np.asarray(users)
-    text = np.asarray([str(x) for x in labels], dtype=str) if len(labels) else np.empty(0, dtype=str)
-    names, codes = np.unique(text, return_inverse=True)
-    domain = FiniteDomain(names.astype(object), public=False)
+    if len(labels) == 0:
+        return edges_from_codes(users, np.empty(0, dtype=np.int64), np.empty(0, dtype=object))
+    labels = np.asarray(labels)
+    try:
+        raw, codes = unique_inverse(labels)
+    except TypeError:  # labels of mixed types: compare them as text
+        raw, codes = unique_inverse(np.array([str(x) for x in labels], dtype=object))
+    return edges_from_codes(users, codes, raw)
+
+
+def edges_from_codes(users: np.ndarray, codes: np.ndarray, labels: np.ndarray) -> UserDataset:
+    """:func:`edges_from_pairs` of the records ``(users[j], labels[codes[j]])``, where every label occurs."""
+    text = np.array([str(x) for x in labels], dtype=object)
+    names, rank = unique_inverse(text)  # two raw labels may print alike (1 and "1"): one element
+    codes = rank[np.asarray(codes, dtype=np.int64)] if names.size else np.asarray(codes, dtype=np.int64)
     offsets, order, keys = group_by_user(users)
-    return UserDataset(offsets, codes.reshape(-1).astype(np.int64)[order], keys, domain).dedupe()
+    domain = FiniteDomain(names.astype(object), public=False)
+    return UserDataset(offsets, codes[order], keys, domain).dedupe()
+
+
+def edges_of_dataset(data: UserDataset) -> UserDataset:
+    """:func:`edges_from_pairs` of a dataset of ids, from its codes: no per-record label is materialized,
+    and users that arrive grouped and sorted keep their grouping (users with no item are left out, as the
+    records would leave them)."""
+    if not isinstance(data.domain, FiniteDomain):
+        raise DataError("distinct counting needs items that are ids (a finite domain)")
+    counts = data.counts()
+    keys = data.user_ids
+    try:
+        grouped = bool(np.all(keys[:-1] < keys[1:])) if keys.size > 1 else True
+    except TypeError:
+        grouped = False
+    used = np.bincount(data.items, minlength=len(data.domain)) > 0
+    renumber = np.cumsum(used) - 1
+    codes = renumber[data.items]
+    if not grouped:
+        return edges_from_codes(np.repeat(keys, counts), codes, data.domain.labels[used])
+    text = np.array([str(x) for x in data.domain.labels[used]], dtype=object)
+    names, rank = unique_inverse(text)
+    keep = counts > 0
+    offsets = np.concatenate([[0], np.cumsum(counts[keep])]).astype(np.int64)
+    items = rank[codes] if names.size else codes
+    domain = FiniteDomain(names.astype(object), public=False)
+    return UserDataset(offsets, items.astype(np.int64), keys[keep], domain).dedupe()

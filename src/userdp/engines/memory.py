@@ -15,7 +15,7 @@ from ..data import BoxDomain, FiniteDomain, UserDataset, table_of, to_arrow, tok
 from ..errors import DataError
 from ..metrics.spaces import GridL1
 from ..noise import KeyedStreams, keyed_randomize, keyed_sample_indices
-from .base import Columns, Engine, UserSizes, check_grid, edges_from_pairs, sum_by_size, user_means
+from .base import Columns, Engine, UserSizes, check_grid, edges_of_dataset, sum_by_size, user_means
 
 __all__ = [
     "MemoryEngine",
@@ -192,9 +192,7 @@ class MemoryEngine(Engine):
         return per_user_mean(data, query)
 
     def edges(self, data: UserDataset) -> UserDataset:
-        if not isinstance(data.domain, FiniteDomain):
-            raise DataError("distinct counting needs items that are ids (a finite domain)")
-        return edges_from_pairs(np.repeat(data.user_ids, data.counts()), data.domain.labels[data.items])
+        return edges_of_dataset(data)
 
     def sample_keyed(self, data: UserDataset, s: int, streams: KeyedStreams) -> UserDataset:
         return sample_keyed(data, s, streams)
