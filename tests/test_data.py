@@ -283,3 +283,17 @@ def test_unique_inverse_equals_numpys_on_text_and_numbers():
         np.unique(mixed)
     with pytest.raises(TypeError):
         unique_inverse(mixed)
+
+
+def test_dedupe_equals_the_unique_of_user_item_pairs():
+    """dedupe sorts the (user, item) keys and keeps the first of each run (issue 17): the same sets, sorted
+    within each user, as np.unique of the keys; a dataset of no items stays empty."""
+    rng = np.random.default_rng(4)
+    users = rng.integers(0, 50, 4000)
+    ds = UserDataset.from_arrays(users, rng.integers(0, 30, 4000).astype(str))
+    d = ds.dedupe()
+    key = np.unique(ds.user_index() * np.int64(ds.domain_size) + ds.items)
+    assert np.array_equal(d.items, key % ds.domain_size)
+    assert np.array_equal(np.repeat(np.arange(d.n_users), d.counts()), key // ds.domain_size)
+    empty = UserDataset.from_arrays(np.array([], dtype=np.int64), np.array([], dtype=object), FiniteDomain(["a"]))
+    assert empty.dedupe().n_items == 0
