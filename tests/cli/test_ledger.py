@@ -84,7 +84,8 @@ def test_a_cli_release_is_charged_at_its_converted_cost(tmp_path, capsys, review
     assert _init(capsys, ledger, "replace:3") == 0
     argv = cli_argv.distinct(reviews, "reviewer", "text", "--tokenize", "--epsilon", "1", "--json")
     assert main(argv + ["--ledger", str(ledger)]) == 0
-    assert json.loads(capsys.readouterr().out)["lower_bound"] >= 0
+    # Algorithm 1's lower bound is noisy and, on 40 persons, may fall below 0 (a valid, vacuous bound)
+    assert np.isfinite(json.loads(capsys.readouterr().out)["lower_bound"])
     entries = json.loads(ledger.read_text())["entries"]
     assert [(e["guarantee"]["epsilon"], e["cost"]["epsilon"]) for e in entries] == [(1.0, 2.0)]
     before = ledger.read_text()
