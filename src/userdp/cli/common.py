@@ -39,6 +39,7 @@ def number(kind: type, low: float, high: float, low_open: bool = False) -> Calla
 EPSILON = number(float, 1e-6, 1e4)  # epsilon, alpha and alpha_0 of a release
 DELTA = number(float, 1e-300, 1.0)  # delta of a request (0 means pure: leave the option out)
 SEED = number(int, 0, 2**63 - 1)
+PROBABILITY = number(float, 0.0, 1.0, low_open=True)  # a failure probability beta
 
 
 def console(stderr: bool = False):

@@ -19,6 +19,7 @@ from .common import (
     BBOX_FORM,
     DELTA,
     EPSILON,
+    PROBABILITY,
     add_bbox,
     add_release_options,
     charge,
@@ -86,8 +87,6 @@ def _clustered(args: argparse.Namespace):
     _refuse_unused({"--r-discrete": _without_samples(args)})
     if not 0 < args.beta < 1:
         raise ParameterError(f"--beta must lie in (0, 1), got {args.beta:g}")
-    if args.top < 1:
-        raise ParameterError(f"--top must be at least 1, got {args.top}")
     space, domain, _ = releases.clustered_domain_from_table(args.domain, args.r)
     return space, domain
 
@@ -300,7 +299,7 @@ def add_parser(sub) -> None:
         )
         p.add_argument(
             "--beta",
-            type=number(float, 0.0, 1.0, low_open=True),
+            type=PROBABILITY,
             default=0.05,
             help="the intervals hold for all items at once with probability 1-beta",
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .. import releases
-from .common import EPSILON, add_release_options, charge, number, report, warn_seed
+from .common import EPSILON, PROBABILITY, add_release_options, charge, number, report, warn_seed
 
 
 def cmd_distinct(args: argparse.Namespace) -> int:
@@ -51,7 +51,7 @@ def add_parser(sub) -> None:
     di.add_argument("--epsilon", type=EPSILON, required=True, help="the privacy parameter (add or remove one person)")
     di.add_argument(
         "--beta",
-        type=number(float, 0.0, 1.0, low_open=True),
+        type=PROBABILITY,
         default=0.05,
         help="the bound holds with probability at least 1 - beta",
     )

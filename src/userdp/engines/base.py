@@ -306,13 +306,19 @@ def edges_from_pairs(users: np.ndarray, labels: np.ndarray) -> UserDataset:
     return edges_from_codes(users, codes, raw)
 
 
+def _text_coded(codes: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, FiniteDomain]:
+    """Codes of ``labels[codes]`` renumbered into the sorted order of the labels as strings, and that (non-public)
+    domain; two labels that print alike (1 and "1") become one element."""
+    text = np.array([str(x) for x in labels], dtype=object)
+    names, rank = unique_inverse(text)
+    codes = np.asarray(codes, dtype=np.int64)
+    return (rank[codes] if names.size else codes), FiniteDomain(names.astype(object), public=False)
+
+
 def edges_from_codes(users: np.ndarray, codes: np.ndarray, labels: np.ndarray) -> UserDataset:
     """:func:`edges_from_pairs` of the records ``(users[j], labels[codes[j]])``, where every label occurs."""
-    text = np.array([str(x) for x in labels], dtype=object)
-    names, rank = unique_inverse(text)  # two raw labels may print alike (1 and "1"): one element
-    codes = rank[np.asarray(codes, dtype=np.int64)] if names.size else np.asarray(codes, dtype=np.int64)
+    codes, domain = _text_coded(codes, labels)
     offsets, order, keys = group_by_user(users)
-    domain = FiniteDomain(names.astype(object), public=False)
     return UserDataset(offsets, codes[order], keys, domain).dedupe()
 
 
@@ -333,10 +339,7 @@ def edges_of_dataset(data: UserDataset) -> UserDataset:
     codes = renumber[data.items]
     if not grouped:
         return edges_from_codes(np.repeat(keys, counts), codes, data.domain.labels[used])
-    text = np.array([str(x) for x in data.domain.labels[used]], dtype=object)
-    names, rank = unique_inverse(text)
+    items, domain = _text_coded(codes, data.domain.labels[used])
     keep = counts > 0
     offsets = np.concatenate([[0], np.cumsum(counts[keep])]).astype(np.int64)
-    items = rank[codes] if names.size else codes
-    domain = FiniteDomain(names.astype(object), public=False)
-    return UserDataset(offsets, items.astype(np.int64), keys[keep], domain).dedupe()
+    return UserDataset(offsets, items, keys[keep], domain).dedupe()
