@@ -259,7 +259,7 @@ def _api_rows() -> dict[str, Row]:
             lambda ds: distinct_count(ds, 1.0, beta=0.7, rng=_RNG),
             lambda ds: add_remove,
         ),
-        "releases.heatmap": Row("points", False, (_heatmap,), lambda ds: _heatmap(ds, side=6), lambda ds: add_remove),
+        "releases.heatmap": Row("points", False, (_heatmap,), lambda ds: _heatmap(ds, side=0), lambda ds: add_remove),
         "releases.itemwise (chunked engine)": Row(
             "finite",
             True,
@@ -571,7 +571,7 @@ def _cli_argv(row: str, path: Path, tmp: Path, col: str) -> list[str]:
         ]
     if row == "userdp heatmap":
         return ["heatmap", str(path), "--user", "user", "--lat", "nope" if unknown else "lat", "--lon", "lon"] + [
-            "--bbox", "40.69,-74.01,40.76,-73.94", "--resolution", "24" if bad else "16", "--epsilon", "1",
+            "--bbox", "40.69,-74.01,40.76,-73.94", "--resolution", "0" if bad else "16", "--epsilon", "1",
             "--out", str(tmp / "out.png"),
         ]  # fmt: skip
     if row == "userdp linear":

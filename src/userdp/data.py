@@ -22,6 +22,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import math
 import re
 import zlib
 from collections.abc import Sequence
@@ -204,6 +205,34 @@ class BoxDomain:
                 "not a latitude/longitude box: " + "; ".join(problems) + " (public parameters; check the order)"
             )
         return cls((lat_min, lon_min), (lat_max, lon_max), ("lat", "lon"))
+
+    def square_cells(self, cells: int) -> tuple[BoxDomain, tuple[int, int]]:
+        """A grid of cells that are square on the ground: ``cells`` cells along the box's longer side, and
+        the box widened (evenly on both ends, public arithmetic only) along its shorter side to a whole
+        number of the same cells. Returns ``(box, (rows, cols))`` -- rows along the first coordinate.
+
+        For a latitude/longitude box the sides are measured in kilometres on the equirectangular projection
+        at the box's middle latitude (one degree of latitude is 110.574 km, one of longitude 111.320 km times
+        the cosine of the latitude): exact enough for city- and region-sized boxes, where the cosine varies
+        little across the box. For any other 2-D box the coordinates' own units are used.
+        """
+        if self.dim != 2:
+            raise DataError("a grid needs a 2-D box")
+        if isinstance(cells, bool) or int(cells) != cells or cells < 1:
+            raise DataError(f"the number of cells along the longer side must be a positive integer, got {cells!r}")
+        cells = int(cells)
+        (a0, b0), (a1, b1) = self.low, self.high
+        ka, kb = 1.0, 1.0  # kilometres per unit of each coordinate
+        if self.names == ("lat", "lon"):
+            ka, kb = 110.574, 111.320 * math.cos(math.radians((a0 + a1) / 2))
+        ha, wb = (a1 - a0) * ka, (b1 - b0) * kb
+        cell = max(ha, wb) / cells
+        rows = cells if ha >= wb else max(1, math.ceil(ha / cell - 1e-9))
+        cols = cells if wb > ha else max(1, math.ceil(wb / cell - 1e-9))
+        pad_a = (rows * cell - ha) / ka / 2
+        pad_b = (cols * cell - wb) / kb / 2
+        box = BoxDomain((a0 - pad_a, b0 - pad_b), (a1 + pad_a, b1 + pad_b), self.names)
+        return box, (rows, cols)
 
     def contains(self, points: np.ndarray) -> np.ndarray:
         """Boolean mask of the rows of ``points`` inside the (closed) box."""

@@ -30,7 +30,8 @@ def test_heatmap_json(points, tmp_path, capsys, algorithm):
     res = json.loads(capsys.readouterr().out)
     assert {"epsilon", "algorithm", "resolution", "image", "grid"} <= set(res)
     grid = np.load(res["grid"])
-    assert grid.shape == (64, 64) and grid.sum() == pytest.approx(1.0)
+    # 64 cells along the longer side, square on the ground (the box is 3.3 km north-south by 2.5 km east-west)
+    assert grid.shape == tuple(res["shape"]) == (64, 49) and grid.sum() == pytest.approx(1.0)
     assert "users" not in json.dumps(res)  # nothing non-private is reported
 
 
@@ -39,7 +40,9 @@ def test_heatmap_json(points, tmp_path, capsys, algorithm):
     [
         (["--bbox", "40.72,-74.01,40.76,-73.94"], "outside"),
         (["--bbox", "40.69,-74.01"], "MINLAT"),
-        (["--bbox", "40.69,-74.01,40.76,-73.94", "--resolution", "100"], "power of two"),
+        (["--bbox", "40.69,-74.01,40.76,-73.94", "--resolution", "0"], "--resolution"),
+        (["--bbox", "40.69,-74.01,40.76,-73.94", "--grid", "3y4"], "ROWSxCOLS"),
+        (["--bbox", "40.69,-74.01,40.76,-73.94", "--grid", "30x40", "--resolution", "64"], "give one of them"),
         (["--bbox", "40.69,-74.01,40.76,-73.94", "--epsilon", "-1"], "epsilon"),
     ],
 )
@@ -71,7 +74,7 @@ def test_unwritable_output_spends_no_budget_and_a_refused_charge_writes_nothing(
 def test_resolution_is_capped_before_any_data_is_read(tmp_path, capsys):
     argv = cli_argv.heatmap(tmp_path / "missing.csv", "--bbox", cli_argv.BBOX, "--epsilon", "1")
     assert main([*argv, "--resolution", "65536"]) == 2
-    assert "largest supported, 8192" in capsys.readouterr().err  # not "no such file": the data is never read
+    assert "--resolution must lie in [1, 8192]" in capsys.readouterr().err  # not "no such file": never read
 
 
 def test_docs_heatmap_command_runs_on_the_bundled_data(tmp_path, capsys, monkeypatch):
@@ -170,10 +173,10 @@ def test_an_option_of_another_algorithm_is_refused(points, tmp_path, capsys, alg
 
 
 def test_dense_side_is_checked_in_the_commands_terms(points, tmp_path, capsys):
-    """--dense-side must be a power of two no larger than --resolution, said with the flag's names (not the
+    """--dense-side must be a power of two no larger than the grid's longer side, said with the flag's names (not the
     library's coarse_side), before any data is read."""
     argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "64", "--epsilon", "1")
     for side in ("7", "128"):
         assert main([*argv, "--algorithm", "dense", "--dense-side", side, "--out", str(tmp_path / "m.png")]) == 2
         err = capsys.readouterr().err
-        assert err.startswith("userdp: error: --dense-side must be a power of two no larger than --resolution")
+        assert err.startswith("userdp: error: --dense-side must be a power of two no larger than the grid's longer")

@@ -5,15 +5,29 @@ points or the true heatmap."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from pathlib import Path
 
 import numpy as np
 
 from .. import releases
+from ..data import BoxDomain
 from ..errors import ParameterError
-from .common import EPSILON, add_bbox, add_release_options, charge, console, number, parse_bbox, print_json, warn_seed
+from .common import (
+    EPSILON,
+    OutOfRange,
+    add_bbox,
+    add_release_options,
+    charge,
+    console,
+    number,
+    parse_bbox,
+    print_json,
+    warn_seed,
+)
 
+DEFAULT_RESOLUTION = 256
 _ONLY = {"--w": ("w", "sparse"), "--top-percent": ("top_percent", "threshold"), "--dense-side": ("dense_side", "dense")}
 
 
@@ -22,9 +36,28 @@ def _check_applicable(args: argparse.Namespace) -> None:
     for flag, (dest, algorithm) in _ONLY.items():
         if getattr(args, dest) is not None and args.algorithm != algorithm:
             raise ParameterError(f"{flag} applies to --algorithm {algorithm} only, not {args.algorithm}; leave it out")
+    if args.grid is not None and args.resolution is not None:
+        raise ParameterError("--grid and --resolution both set the grid; give one of them")
     side = args.dense_side
-    if side is not None and (side & (side - 1) or side > args.resolution):
-        raise ParameterError(f"--dense-side must be a power of two no larger than --resolution, got {side}")
+    if side is not None:
+        top = 2 ** math.ceil(math.log2(max(args.grid or (args.resolution or DEFAULT_RESOLUTION,))))
+        if side & (side - 1) or side > top:
+            raise ParameterError(
+                f"--dense-side must be a power of two no larger than the grid's longer side rounded up to one "
+                f"({top}), got {side}"
+            )
+
+
+def _grid(text: str) -> tuple[int, int]:
+    """``ROWSxCOLS`` (e.g. ``300x200``): rows along latitude, columns along longitude."""
+    parts = text.lower().replace(" ", "").split("x")
+    try:
+        rows, cols = (int(x) for x in parts)
+    except ValueError:
+        raise OutOfRange(f"must be ROWSxCOLS such as 300x200, got {text!r}") from None
+    if not (1 <= rows <= 8192 and 1 <= cols <= 8192):
+        raise OutOfRange(f"sides must lie in [1, 8192], got {text!r}")
+    return rows, cols
 
 
 def _image_kinds() -> list[str]:
@@ -55,7 +88,7 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     rel = releases.heatmap(
         args.input,
         box,
-        args.resolution,
+        args.grid or (args.resolution or DEFAULT_RESOLUTION),
         args.epsilon,
         args.algorithm,
         user=args.user,
@@ -68,7 +101,9 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         engine=args.engine,
         rng=args.seed,
     )
-    sigma = args.sigma if args.sigma is not None else args.resolution / 128
+    rows, cols = rel.params["shape"]
+    grid_box = BoxDomain(tuple(rel.params["box"]["low"]), tuple(rel.params["box"]["high"]), box.names)
+    sigma = args.sigma if args.sigma is not None else max(rows, cols) / 128
     # write both files under temporary names first, charge, then move them into place: a run that cannot
     # write spends no budget, and a refused charge leaves no file
     staged = [(grid_path, grid_path.with_name(f".{grid_path.stem}.userdp-tmp.npy"))]
@@ -78,12 +113,12 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
             np.save(staged[0][1], rel.value)
             panel = MapPanel(
                 gaussian_heatmap(rel.value, sigma),
-                f"{args.resolution} x {args.resolution} cells, Gaussian filter σ = {sigma:g} cells",
+                f"{rows} x {cols} cells, Gaussian filter σ = {sigma:g} cells",
                 left_out=left_out_label(args.algorithm, args.top_percent),
             )
             relation = getattr(rel.guarantee, "neighbours", None)
             who = f" ({relation.value})" if relation is not None else ""
-            render_maps([panel], staged[1][1], box, title=f"{rel.mechanism}, ε = {args.epsilon:g}{who}")
+            render_maps([panel], staged[1][1], grid_box, title=f"{rel.mechanism}, ε = {args.epsilon:g}{who}")
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise ParameterError(f"cannot write {out} ({reason}); nothing was released or charged") from None
@@ -105,7 +140,9 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     result = {
         "epsilon": args.epsilon,
         "algorithm": args.algorithm,
-        "resolution": args.resolution,
+        "resolution": max(rows, cols),
+        "shape": [rows, cols],
+        "box": rel.params["box"],
         "engine": args.engine,
         "sigma_cells": sigma,
         "guarantee": rel.guarantee.describe(),
@@ -133,7 +170,20 @@ def add_parser(sub) -> None:
     p.add_argument("--lat", required=True, help="latitude column")
     p.add_argument("--lon", required=True, help="longitude column")
     add_bbox(p, required=True)
-    p.add_argument("--resolution", type=int, default=256, help="cells per side (a power of two)")
+    p.add_argument(
+        "--resolution",
+        type=number(int, 1, 8192),
+        default=None,
+        help=f"cells along the box's longer side, square on the ground (default {DEFAULT_RESOLUTION}); the box "
+        "is widened along its shorter side to whole cells",
+    )
+    p.add_argument(
+        "--grid",
+        type=_grid,
+        default=None,
+        metavar="ROWSxCOLS",
+        help="an exact grid over the box as given instead (e.g. 300x200; cells square only if the box is)",
+    )
     p.add_argument("--epsilon", type=EPSILON, required=True, help="the privacy parameter (add or remove one user)")
     p.add_argument(
         "--algorithm",
@@ -154,13 +204,14 @@ def add_parser(sub) -> None:
         "--dense-side",
         type=number(int, 1, 8192),
         default=None,
-        help="dense only: public coarse grid side (default resolution/8)",
+        help="dense only: public coarse grid side, a power of two (default an eighth of the longer side rounded "
+        "up to a power of two)",
     )
     p.add_argument(
         "--sigma",
         type=number(float, 0.0, 256.0),
         default=None,
-        help="Gaussian filter in cells (default resolution/128)",
+        help="Gaussian filter of the image in cells (default the longer side/128)",
     )
     p.add_argument("--drop-outside", action="store_true", help="drop points outside the box (count not reported)")
     p.add_argument("--out", default="heatmap.png", help="the image; the grid is written next to it as .npy")

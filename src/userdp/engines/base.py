@@ -127,8 +127,11 @@ class Engine(ABC):
         """Records per user (smallest, largest) and the number of users."""
 
     @abstractmethod
-    def grid_sum(self, data: Any, box: BoxDomain, side: int, drop_outside: bool = False) -> np.ndarray:
-        """``s = sum_i p_i`` on the ``side x side`` grid of the public ``box``: each user's points as a
+    def grid_sum(
+        self, data: Any, box: BoxDomain, shape: int | tuple[int, int], drop_outside: bool = False
+    ) -> np.ndarray:
+        """``s = sum_i p_i`` on the ``rows x cols`` grid (``shape``; an ``int`` is square) of the public ``box``
+        (:func:`check_grid`): each user's points as a
         distribution (mass 1). Points outside the box are an error unless ``drop_outside``; a user left with no
         point, and no users at all, contribute nothing."""
 
@@ -167,18 +170,27 @@ class Engine(ABC):
 MAX_SIDE = 1 << 13  # 8192 x 8192 cells: one grid of floats is 512 MB, and a release holds several
 
 
-def check_grid(box: BoxDomain, side: int) -> None:
-    """Refuse a box that is not 2-D and a side that is not a power of two up to :data:`MAX_SIDE` (public
-    parameters), before any data is read."""
+GridShape = tuple[int, int]
+"""A heatmap grid: ``(rows, cols)``, rows along the box's first coordinate (latitude)."""
+
+
+def check_grid(box: BoxDomain, shape: int | tuple[int, int]) -> GridShape:
+    """The grid ``(rows, cols)`` (an ``int`` is a square grid), after refusing a box that is not 2-D and sides
+    that are not whole numbers in ``[1, MAX_SIDE]`` (public parameters), before any data is read."""
     if not isinstance(box, BoxDomain) or box.dim != 2:
         raise DataError("heatmaps need a 2-D public box (a BoxDomain of lat, lon)")
-    if isinstance(side, bool) or int(side) != side or side < 1 or (int(side) & (int(side) - 1)):
-        raise ParameterError(f"the resolution must be a power of two, got {side}")
-    if side > MAX_SIDE:
-        raise ParameterError(
-            f"the resolution {side} is above the largest supported, {MAX_SIDE} cells a side (one {MAX_SIDE} x "
-            f"{MAX_SIDE} grid of floats takes 512 MB, and a release holds several)"
-        )
+    sides = (shape, shape) if not isinstance(shape, tuple | list) else tuple(shape)
+    if len(sides) != 2:
+        raise ParameterError(f"a grid has two sides (rows, cols), got {shape!r}")
+    for side in sides:
+        if isinstance(side, bool) or not isinstance(side, int | np.integer) or side < 1:
+            raise ParameterError(f"a grid side must be a positive whole number of cells, got {side!r}")
+        if side > MAX_SIDE:
+            raise ParameterError(
+                f"the resolution {side} is above the largest supported, {MAX_SIDE} cells a side (one {MAX_SIDE} x "
+                f"{MAX_SIDE} grid of floats takes 512 MB, and a release holds several)"
+            )
+    return int(sides[0]), int(sides[1])
 
 
 _SIZE_BITS = 31  # a (bin, size) row is the key bin * 2^31 + size: sizes below 2^31, bins below 2^32

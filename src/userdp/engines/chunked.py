@@ -235,12 +235,14 @@ class ChunkedEngine(Engine):
                 hi, n = max(hi, int(c.max())), n + ds.n_users
         return UserSizes(lo or 0, hi, n)
 
-    def grid_sum(self, data: ChunkedTable, box: BoxDomain, side: int, drop_outside: bool = False) -> np.ndarray:
-        check_grid(box, side)  # also when no chunk comes
+    def grid_sum(
+        self, data: ChunkedTable, box: BoxDomain, shape: int | tuple[int, int], drop_outside: bool = False
+    ) -> np.ndarray:
+        shape = check_grid(box, shape)  # also when no chunk comes
         rows = _Rows()
         for ds in data:
-            rows.add(*memory.grid_rows(ds, side, box, drop_outside))
-        return rows.total(side * side).reshape(side, side)
+            rows.add(*memory.grid_rows(ds, shape, box, drop_outside))
+        return rows.total(shape[0] * shape[1]).reshape(shape)
 
     def histogram_sum(self, data: ChunkedTable, normalize: bool = True) -> np.ndarray:
         if not isinstance(data.domain, FiniteDomain):

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..data import BoxDomain, FiniteDomain, UserDataset, table_of, to_arrow, tokenize
 from ..errors import DataError
-from ..metrics.spaces import GridL1
+from ..metrics.spaces import grid_cells
 from ..noise import KeyedStreams, keyed_randomize, keyed_sample_indices
 from .base import Columns, Engine, UserSizes, check_grid, edges_of_dataset, sum_by_size, user_means
 
@@ -69,9 +69,10 @@ def user_sizes(ds: UserDataset) -> UserSizes:
     return UserSizes(int(c.min()) if c.size else 0, int(c.max()) if c.size else 0, int(c.size))
 
 
-def grid_rows(ds: UserDataset, side: int, box: BoxDomain | None = None, drop_outside: bool = False):
+def grid_rows(ds: UserDataset, shape: int | tuple[int, int], box: BoxDomain | None = None, drop_outside: bool = False):
     """The rows ``(cell, size of the point's user)`` of every point inside the public ``box`` on the
-    ``side x side`` grid (:class:`~userdp.metrics.GridL1`; row index = first coordinate, e.g. latitude).
+    ``rows x cols`` grid ``shape`` (:func:`~userdp.metrics.grid_cells`; row index = first coordinate, e.g.
+    latitude).
 
     Points outside the box are an error unless ``drop_outside`` (then they are dropped and a user left with
     no point contributes nothing; how many were dropped is data-dependent and is not reported).
@@ -79,7 +80,7 @@ def grid_rows(ds: UserDataset, side: int, box: BoxDomain | None = None, drop_out
     if not ds.is_points or ds.dim != 2:
         raise DataError("heatmaps need 2-D point items (e.g. lat, lon)")
     box = box or ds.require_box()
-    check_grid(box, side)
+    shape = check_grid(box, shape)
     pts, users = ds.items, ds.user_index()
     if drop_outside:
         inside = box.contains(pts)
@@ -90,16 +91,20 @@ def grid_rows(ds: UserDataset, side: int, box: BoxDomain | None = None, drop_out
             "drop_outside=True (--drop-outside on the command line)"
         )
     size = np.bincount(users, minlength=ds.n_users)
-    return GridL1(side).cells_of(pts, box), size[users]
+    return grid_cells(pts, box, shape), size[users]
 
 
-def grid_sum(ds: UserDataset, side: int, box: BoxDomain | None = None, drop_outside: bool = False) -> np.ndarray:
-    """``s = sum_i p_i``: each user's points gridded (:func:`grid_rows`) as a distribution (mass 1 per user),
-    summed over users (:func:`~userdp.engines.base.sum_by_size`). A user with no points, and a dataset with
-    no users, contribute nothing: the sum is then all zeros and the release goes ahead (under
-    add/remove-one-user neighbours an empty user changes nothing)."""
-    cells, sizes = grid_rows(ds, side, box, drop_outside)
-    return sum_by_size(cells, sizes, None, side * side).reshape(side, side)
+def grid_sum(
+    ds: UserDataset, shape: int | tuple[int, int], box: BoxDomain | None = None, drop_outside: bool = False
+) -> np.ndarray:
+    """``s = sum_i p_i`` on the ``rows x cols`` grid ``shape`` (an ``int`` is square): each user's points
+    gridded (:func:`grid_rows`) as a distribution (mass 1 per user), summed over users
+    (:func:`~userdp.engines.base.sum_by_size`). A user with no points, and a dataset with no users, contribute
+    nothing: the sum is then all zeros and the release goes ahead (under add/remove-one-user neighbours an
+    empty user changes nothing)."""
+    rows, cols = check_grid(box or ds.require_box(), shape)
+    cells, sizes = grid_rows(ds, (rows, cols), box, drop_outside)
+    return sum_by_size(cells, sizes, None, rows * cols).reshape(rows, cols)
 
 
 def histogram_rows(ds: UserDataset, normalize: bool = True):
@@ -181,8 +186,10 @@ class MemoryEngine(Engine):
     def user_sizes(self, data: UserDataset) -> UserSizes:
         return user_sizes(data)
 
-    def grid_sum(self, data: UserDataset, box: BoxDomain, side: int, drop_outside: bool = False) -> np.ndarray:
-        return grid_sum(data, side, box, drop_outside)
+    def grid_sum(
+        self, data: UserDataset, box: BoxDomain, shape: int | tuple[int, int], drop_outside: bool = False
+    ) -> np.ndarray:
+        return grid_sum(data, shape, box, drop_outside)
 
     def histogram_sum(self, data: UserDataset, normalize: bool = True) -> np.ndarray:
         data.require_public_domain()

@@ -244,12 +244,14 @@ class SparkEngine(Engine):
         )
         return UserSizes(int(c["lo"] or 0), int(c["hi"] or 0), int(c["n"]))
 
-    def grid_sum(self, data: SparkTable, box: BoxDomain, side: int, drop_outside: bool = False) -> np.ndarray:
-        check_grid(box, side)
+    def grid_sum(
+        self, data: SparkTable, box: BoxDomain, shape: int | tuple[int, int], drop_outside: bool = False
+    ) -> np.ndarray:
+        shape = check_grid(box, shape)
         if len(data.columns.points) != 2:
             raise DataError("heatmaps need 2-D point items (e.g. lat, lon)")
-        grid = self._table(data, lambda ds: grid_rows(ds, side, box, drop_outside), side * side)
-        return grid.reshape(side, side)
+        grid = self._table(data, lambda ds: grid_rows(ds, shape, box, drop_outside), shape[0] * shape[1])
+        return grid.reshape(shape)
 
     def _coded(self, data: SparkTable) -> None:
         """Refuse, on the driver, items outside the public domain (the executors then code every item)."""

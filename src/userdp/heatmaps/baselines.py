@@ -14,9 +14,16 @@ from ..noise import RngLike, laplace_mechanism
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
 from .quality import _norm as _normalize  # mass 1 (uniform if nothing is left)
-from .sparse import _check_grid, pyramid_level
+from .sparse import _check_grid, padded_levels
 
-__all__ = ["laplace_heatmap", "dense_emd_agg", "dense_resolution", "emd_projection_nonnegative"]
+__all__ = [
+    "laplace_heatmap",
+    "dense_emd_agg",
+    "dense_resolution",
+    "emd_projection_nonnegative",
+    "block_sums",
+    "spread_blocks",
+]
 
 
 def laplace_heatmap(s: np.ndarray, epsilon: float, top_percent: float | None = None, rng: RngLike = None) -> Release:
@@ -45,11 +52,12 @@ def laplace_heatmap(s: np.ndarray, epsilon: float, top_percent: float | None = N
 
 
 def emd_projection_nonnegative(x: np.ndarray) -> np.ndarray:
-    """``argmin_{s >= 0} ||s - x||_EMD`` on a square grid (L1 ground distance, EMD norm with the bank at the
-    diameter ``alpha = 2`` of ``[0,1)^2``), as a min-cost-flow LP solved with HiGHS."""
-    side = x.shape[0]
-    n = side * side
-    idx = np.arange(n).reshape(side, side)
+    """``argmin_{s >= 0} ||s - x||_EMD`` on a ``rows x cols`` grid (L1 ground distance with cell side
+    ``1/max(rows, cols)``, EMD norm with the bank at the grid's L1 diameter ``alpha = (rows + cols) /
+    max(rows, cols)``, which is 2 on a square), as a min-cost-flow LP solved with HiGHS."""
+    H, W = x.shape
+    n = H * W
+    idx = np.arange(n).reshape(H, W)
     src = np.concatenate([idx[:, :-1].ravel(), idx[:, 1:].ravel(), idx[:-1, :].ravel(), idx[1:, :].ravel()])
     dst = np.concatenate([idx[:, 1:].ravel(), idx[:, :-1].ravel(), idx[1:, :].ravel(), idx[:-1, :].ravel()])
     E = src.size
@@ -61,30 +69,50 @@ def emd_projection_nonnegative(x: np.ndarray) -> np.ndarray:
     )
     vals = np.concatenate([np.ones(E), -np.ones(E), np.ones(n), -np.ones(n), -np.ones(n)])
     A = sp.csr_matrix((vals, (rows, cols)), shape=(n, E + 3 * n))
-    step = 1.0 / side
-    cost = np.concatenate([np.full(E, step), np.full(2 * n, 2.0), np.zeros(n)])
+    step = 1.0 / max(H, W)
+    cost = np.concatenate([np.full(E, step), np.full(2 * n, (H + W) * step), np.zeros(n)])
     res = linprog(cost, A_eq=A, b_eq=-x.reshape(-1), bounds=(0, None), method="highs")
     if res.status != 0:  # pragma: no cover
         raise RuntimeError(f"EMD projection LP failed: {res.message}")
-    return res.x[E + 2 * n :].reshape(side, side)
+    return res.x[E + 2 * n :].reshape(H, W)
+
+
+def block_sums(s: np.ndarray, span: int) -> np.ndarray:
+    """Sums over ``span x span`` blocks of a ``rows x cols`` array (the last row and column of blocks may be
+    partial): a ``ceil(rows/span) x ceil(cols/span)`` array."""
+    H, W = s.shape
+    h, w = -(-H // span), -(-W // span)
+    out = np.zeros((h * span, w * span))
+    out[:H, :W] = s
+    return out.reshape(h, span, w, span).sum(axis=(1, 3))
+
+
+def spread_blocks(coarse: np.ndarray, span: int, shape: tuple[int, int]) -> np.ndarray:
+    """Each coarse cell's mass spread uniformly over the real fine cells of its ``span x span`` block."""
+    H, W = shape
+    real = block_sums(np.ones(shape), span)
+    fine = np.kron(np.divide(coarse, real, out=np.zeros_like(coarse), where=real > 0), np.ones((span, span)))
+    return fine[:H, :W]
 
 
 def dense_emd_agg(s: np.ndarray, epsilon: float, coarse_side: int, rng: RngLike = None) -> Release:
     """Dense EMD aggregation (Ghazi et al., appendix D, Theorem D.1): snap the sum to a public coarse grid of
-    ``coarse_side`` cells a side (the paper's ``Delta* = 2^{log sqrt(eps n)}``; choose it from a public
-    estimate of ``n``, e.g. :func:`dense_resolution`), add ``Lap(1/eps)`` to every coarse cell, project
-    onto non-negative vectors in EMD norm by an LP, normalize, and spread each coarse cell uniformly over
-    the fine grid."""
-    L = _check_grid(s)
+    ``coarse_side`` cells a side of the enclosing power-of-two square (the paper's
+    ``Delta* = 2^{log sqrt(eps n)}``; choose it from a public estimate of ``n``, e.g. :func:`dense_resolution`),
+    add ``Lap(1/eps)`` to every coarse cell that holds a real cell (the others are public padding), project
+    onto non-negative vectors in EMD norm by an LP, normalize, and spread each coarse cell uniformly over its
+    real fine cells."""
+    H, W = _check_grid(s)
     s = np.asarray(s, dtype=np.float64)
-    Lc = int(round(math.log2(coarse_side)))
-    if 2**Lc != coarse_side or Lc > L:
+    L = padded_levels((H, W))
+    Lc = int(round(math.log2(coarse_side))) if coarse_side >= 1 else -1
+    if Lc < 0 or 2**Lc != coarse_side or Lc > L:
         raise ParameterError("coarse_side must be a power of two no larger than the grid side")
-    coarse = pyramid_level(s, Lc)
+    span = 2 ** (L - Lc)
+    coarse = block_sums(s, span)
     noisy = laplace_mechanism(coarse.reshape(-1), 1.0, epsilon, rng).reshape(coarse.shape)
     proj = emd_projection_nonnegative(noisy)
-    span = 2 ** (L - Lc)
-    fine = np.kron(_normalize(proj), np.ones((span, span))) / span**2
+    fine = spread_blocks(_normalize(proj), span, (H, W))
     return Release(
         fine,
         PureDP(epsilon, neighbours=Neighbours.ADD_REMOVE_USER),
@@ -100,4 +128,5 @@ def dense_resolution(epsilon: float, n_public: int, side: int) -> int:
     the grid side."""
     if n_public < 1:
         raise DataError("the public user estimate must be positive")
+    side = 2 ** max(0, math.ceil(math.log2(side)))  # of the enclosing power-of-two square
     return int(min(side, 2 ** max(0, round(math.log2(math.sqrt(epsilon * n_public))))))

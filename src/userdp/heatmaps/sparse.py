@@ -44,24 +44,45 @@ from ..noise import RngLike, add_laplace, calibrate_laplace, resolve_rng
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
 
-__all__ = ["level_budgets", "pyramid_level", "dp_sparse_emd_agg", "reconstruct", "SparseLevels"]
+__all__ = [
+    "level_budgets",
+    "pyramid_level",
+    "dp_sparse_emd_agg",
+    "reconstruct",
+    "SparseLevels",
+    "pad_square",
+    "padded_levels",
+]
 
 
-def _check_grid(s: np.ndarray) -> int:
+def _check_grid(s: np.ndarray) -> tuple[int, int]:
+    """``(rows, cols)`` of a valid aggregate: a non-empty 2-D array of finite numbers."""
     s = np.asarray(s)
-    if s.ndim != 2 or s.shape[0] != s.shape[1] or s.shape[0] == 0:
-        raise DataError("the aggregate must be a non-empty square Delta x Delta array")
+    if s.ndim != 2 or s.shape[0] == 0 or s.shape[1] == 0:
+        raise DataError("the aggregate must be a non-empty 2-D (rows x cols) array")
     if s.dtype.kind not in "biuf":
         raise DataError(f"the aggregate must be numeric, got dtype {s.dtype}")
     if not np.all(np.isfinite(s)):
         raise DataError("the aggregate contains NaN or inf")
-    side = s.shape[0]
-    L = int(round(math.log2(side)))
-    if 2**L != side:
-        raise ParameterError(f"the grid side must be a power of two, got {side}")
-    if not np.all(np.isfinite(s)):
-        raise DataError("the aggregate contains NaN or inf")
-    return L
+    return int(s.shape[0]), int(s.shape[1])
+
+
+def padded_levels(shape: tuple[int, int]) -> int:
+    """``L`` with ``2^L`` the smallest power of two holding both sides of the grid: the pyramid runs over the
+    enclosing ``2^L x 2^L`` square, whose extra (padding) cells are public and empty."""
+    return max(0, math.ceil(math.log2(max(shape))))
+
+
+def pad_square(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(S, real)``: ``s`` in the top-left corner of the enclosing ``2^L x 2^L`` square (zeros elsewhere), and
+    the public mask of the real cells."""
+    H, W = s.shape
+    side = 2 ** padded_levels(s.shape)
+    S = np.zeros((side, side))
+    S[:H, :W] = s
+    real = np.zeros((side, side), dtype=bool)
+    real[:H, :W] = True
+    return S, real
 
 
 def pyramid_level(s: np.ndarray, i: int) -> np.ndarray:
@@ -99,6 +120,8 @@ class SparseLevels:
     values: dict[int, np.ndarray]
     left_out: dict[int, np.ndarray]
     measured: set
+    real: np.ndarray | None = None
+    """The public mask of real cells on the ``2^L x 2^L`` square (``None``: every cell is real)."""
 
 
 def _children(cells: np.ndarray) -> np.ndarray:
@@ -107,19 +130,34 @@ def _children(cells: np.ndarray) -> np.ndarray:
     return ch.reshape(-1, 2)
 
 
-def _measure(s: np.ndarray, L: int, budgets: dict[int, float], w: int, rng) -> SparseLevels:
-    """Algorithm 1 lines 4-7 with lazy noise, and Algorithm 2 lines 3-7 (top-w children)."""
+def _pyramid(f: np.ndarray, L: int) -> dict[int, np.ndarray]:
+    """All level sums ``P_i f`` bottom-up, ``O(4^L)`` in total."""
+    out = {L: f}
+    for i in range(L - 1, -1, -1):
+        g = out[i + 1]
+        out[i] = g[0::2, 0::2] + g[0::2, 1::2] + g[1::2, 0::2] + g[1::2, 1::2]
+    return out
+
+
+def _measure(
+    s: np.ndarray, L: int, budgets: dict[int, float], w: int, rng, real: np.ndarray | None = None
+) -> SparseLevels:
+    """Algorithm 1 lines 4-7 with lazy noise, and Algorithm 2 lines 3-7 (top-w children).
+
+    With a ``real`` mask (a rectangular grid padded to the enclosing square), cells made only of padding are
+    publicly empty: they are never measured nor kept (their sum is 0 on every input, so leaving them out
+    reveals nothing)."""
     kept: dict[int, np.ndarray] = {}
     values: dict[int, np.ndarray] = {}
     left_out: dict[int, np.ndarray] = {}
-    pyramid = {L: s}  # all level sums bottom-up, O(Delta^2) in total
-    for i in range(L - 1, -1, -1):
-        f = pyramid[i + 1]
-        pyramid[i] = f[0::2, 0::2] + f[0::2, 1::2] + f[1::2, 0::2] + f[1::2, 1::2]
+    pyramid = _pyramid(s, L)
+    reals = _pyramid(real.astype(np.int64), L) if real is not None else None
     cells = np.zeros((1, 2), dtype=np.int64)  # S_0: the root
     for i in range(0, L + 1):
         if i > 0:
             cells = _children(kept[i - 1])
+        if reals is not None:
+            cells = cells[reals[i][cells[:, 0], cells[:, 1]] > 0]
         sums = pyramid[i][cells[:, 0], cells[:, 1]]
         if i in budgets:
             # calibrated for the whole level (4^i cells, l1 sensitivity 1), drawn for the cells read here
@@ -135,7 +173,7 @@ def _measure(s: np.ndarray, L: int, budgets: dict[int, float], w: int, rng) -> S
         kept[i] = cells[mask]
         values[i] = noisy[mask] if noisy is not None else np.full(mask.sum(), np.nan)
         left_out[i] = cells[~mask]
-    return SparseLevels(L, kept, values, left_out, set(budgets))
+    return SparseLevels(L, kept, values, left_out, set(budgets), real)
 
 
 def reconstruct(levels: SparseLevels) -> np.ndarray:
@@ -193,7 +231,11 @@ def reconstruct(levels: SparseLevels) -> np.ndarray:
         if v[nx + k] > 0:
             span = 2 ** (L - i)
             r0, c0 = int(c[0]) * span, int(c[1]) * span
-            out[r0 : r0 + span, c0 : c0 + span] += v[nx + k] / span**2
+            if levels.real is None:
+                out[r0 : r0 + span, c0 : c0 + span] += v[nx + k] / span**2
+            else:  # uniformly over the cell's real cells (it has at least one, or it was never a candidate)
+                block = levels.real[r0 : r0 + span, c0 : c0 + span]
+                out[r0 : r0 + span, c0 : c0 + span] += block * (v[nx + k] / block.sum())
     return out
 
 
@@ -207,18 +249,21 @@ def dp_sparse_emd_agg(
 ) -> Release:
     """DPSparseEMDAgg (Algorithm 1) + Reconstruct (Algorithm 2) on the sum ``s = sum_i p_i``.
 
-    ``s`` must be the sum of per-user *distributions* (each of mass 1) on a ``2^L x 2^L`` grid; the
-    guarantee is ``epsilon``-DP for adding or removing one user. The value is the normalized estimate
-    ``a_hat`` (``Delta x Delta``).
+    ``s`` must be the sum of per-user *distributions* (each of mass 1) on a ``rows x cols`` grid of any
+    size; the pyramid runs over the enclosing ``2^L x 2^L`` square (:func:`pad_square`), whose padding cells
+    are public and empty. The guarantee is ``epsilon``-DP for adding or removing one user. The value is the
+    normalized estimate ``a_hat`` (``rows x cols``).
     """
-    L = _check_grid(s)
+    H, W = _check_grid(s)
     s = np.asarray(s, dtype=np.float64)
     if np.any(s < 0):
         raise DataError("the aggregate of user distributions cannot be negative")
     src = resolve_rng(rng)
+    L = padded_levels((H, W))
     q, budgets = level_budgets(epsilon, L, w, gamma, measure_all_levels)
-    levels = _measure(s, L, budgets, w, src)
-    s_hat = reconstruct(levels)
+    S, real = pad_square(s)
+    levels = _measure(S, L, budgets, w, src, None if real.all() else real)
+    s_hat = reconstruct(levels)[:H, :W]
     total = s_hat.sum()
     a_hat = s_hat / total if total > 0 else np.full_like(s_hat, 1.0 / s_hat.size)
     return Release(

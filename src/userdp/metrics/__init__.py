@@ -12,6 +12,7 @@ from .spaces import (
     LineMetric,
     MetricSpace,
     PointSpace,
+    grid_cells,
     haversine_km,
 )
 
@@ -32,5 +33,6 @@ __all__ = [
     "LineMetric",
     "MetricSpace",
     "PointSpace",
+    "grid_cells",
     "haversine_km",
 ]

@@ -22,6 +22,7 @@ from ..data import BoxDomain
 from ..errors import DataError, ParameterError
 
 __all__ = [
+    "grid_cells",
     "MetricSpace",
     "FiniteSpace",
     "PointSpace",
@@ -202,6 +203,26 @@ class ClusteredMetric(FiniteSpace):
         return f"ClusteredMetric(s={self.n_clusters}, t={self.cluster_size}, r={self.r})"
 
 
+def grid_cells(points: np.ndarray, box: BoxDomain, shape: tuple[int, int]) -> np.ndarray:
+    """Cell codes ``row * cols + col`` of ``(N, 2)`` points inside the public 2-D ``box`` on a
+    ``rows x cols`` grid: the first coordinate indexes rows, the second columns; cell
+    ``[low + i w/rows, low + (i+1) w/rows)`` along the first axis (likewise the second), the top edge in the
+    last cell."""
+    if box.dim != 2:
+        raise DataError("gridding needs a 2-D box")
+    p = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    if not np.all(np.isfinite(p)):
+        raise DataError("points contain NaN or inf")
+    box.check(p)
+    rows, cols = int(shape[0]), int(shape[1])
+    low = np.asarray(box.low)
+    width = np.asarray(box.high) - low
+    ij = np.floor((p - low) / width * np.array([rows, cols])).astype(np.int64)
+    np.clip(ij[:, 0], 0, rows - 1, out=ij[:, 0])
+    np.clip(ij[:, 1], 0, cols - 1, out=ij[:, 1])
+    return ij[:, 0] * cols + ij[:, 1]
+
+
 class GridL1(FiniteSpace):
     """The ``side x side`` grid of cells on ``[0, 1)^2`` with the L1 distance between cell centres
     (Ghazi et al., AAAI 2023, section 2.1). Cell ``(row, col)`` has code ``row * side + col``.
@@ -221,17 +242,7 @@ class GridL1(FiniteSpace):
     def cells_of(self, points: np.ndarray, box: BoxDomain) -> np.ndarray:
         """Cell codes of ``(N, 2)`` points inside the public ``box``: the first coordinate indexes rows,
         the second columns; cell ``[i/side, (i+1)/side)`` along each axis, the top edge in the last cell."""
-        if box.dim != 2:
-            raise DataError("gridding needs a 2-D box")
-        p = np.asarray(points, dtype=np.float64).reshape(-1, 2)
-        if not np.all(np.isfinite(p)):
-            raise DataError("points contain NaN or inf")
-        box.check(p)
-        low = np.asarray(box.low)
-        width = np.asarray(box.high) - low
-        ij = np.floor((p - low) / width * self.side).astype(np.int64)
-        np.clip(ij, 0, self.side - 1, out=ij)
-        return ij[:, 0] * self.side + ij[:, 1]
+        return grid_cells(points, box, (self.side, self.side))
 
     def coords(self, codes) -> tuple[np.ndarray, np.ndarray]:
         c = self.check_codes(codes)

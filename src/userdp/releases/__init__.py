@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .dem import clustered_domain_from_table, distance_query, frequency, itemwise, linear, mean_query
 from .distinct import distinct
-from .heatmap import ALGORITHMS, heatmap
+from .heatmap import ALGORITHMS, grid_of, heatmap
 from .histogram import histogram
 from .request import Request, deliver, plan_request
 
@@ -28,6 +28,7 @@ __all__ = [
     "distance_query",
     "distinct",
     "frequency",
+    "grid_of",
     "heatmap",
     "histogram",
     "itemwise",

@@ -12,24 +12,57 @@ from typing import Any
 
 from ..data import BoxDomain
 from ..engines import Columns, Engine, get_engine
-from ..engines.base import check_grid
+from ..engines.base import GridShape, check_grid
 from ..errors import ParameterError
-from ..heatmaps import dense_emd_agg, dp_sparse_emd_agg, laplace_heatmap
+from ..heatmaps import (
+    adaptive_grid_heatmap,
+    dense_emd_agg,
+    dp_sparse_emd_agg,
+    hierarchical_heatmap,
+    laplace_heatmap,
+    privtree_emd_heatmap,
+    privtree_heatmap,
+)
+from ..heatmaps.sparse import padded_levels
 from ..noise import RngLike, resolve_rng
 from ..privacy.result import Release
 
-__all__ = ["heatmap", "ALGORITHMS"]
+__all__ = ["heatmap", "grid_of", "ALGORITHMS"]
 
-ALGORITHMS = ("sparse", "dense", "laplace", "threshold")
+ALGORITHMS = ("sparse", "dense", "laplace", "threshold", "privtree", "privtree-emd", "adaptive-grid", "hierarchy")
+
+
+def grid_of(box: BoxDomain, resolution: int | tuple[int, int], cells: str = "square") -> tuple[BoxDomain, GridShape]:
+    """The public grid of a heatmap: ``(box, (rows, cols))``.
+
+    * ``resolution`` an ``int`` and ``cells="square"`` (the default): cells square on the ground,
+      ``resolution`` of them along the box's longer side; the box is widened along its shorter side to a whole
+      number of cells (:meth:`~userdp.data.BoxDomain.square_cells`), so a map keeps its true aspect;
+    * ``resolution`` an ``int`` and ``cells="box"``: a ``resolution x resolution`` grid over the box as given
+      (cells square only if the box is);
+    * ``resolution`` a ``(rows, cols)`` pair: that grid over the box as given.
+
+    Everything here is public arithmetic on public parameters; nothing is read from the data.
+    """
+    if cells not in ("square", "box"):
+        raise ParameterError(f"cells must be 'square' or 'box', got {cells!r}")
+    if isinstance(resolution, tuple | list):
+        return box, check_grid(box, tuple(resolution))
+    check_grid(box, resolution)
+    if cells == "box":
+        return box, (int(resolution), int(resolution))
+    wide, shape = box.square_cells(int(resolution))
+    return wide, check_grid(wide, shape)
 
 
 def heatmap(
     source: Any,
     box: BoxDomain,
-    side: int,
+    resolution: int | tuple[int, int],
     epsilon: float,
     algorithm: str = "sparse",
     *,
+    cells: str = "square",
     user: str = "user",
     lat: str = "lat",
     lon: str = "lon",
@@ -47,15 +80,18 @@ def heatmap(
     source:
         A path (CSV, Parquet, JSON lines), an Arrow table, a pandas or polars frame, a Spark DataFrame
         (``engine="spark"``) or a :class:`~userdp.data.UserDataset` of points.
-    box, side:
-        The public box and the grid's cells per side (a power of two).
+    box, resolution, cells:
+        The public box and grid (:func:`grid_of`): by default ``resolution`` cells along the box's longer side,
+        cells square on the ground; a ``(rows, cols)`` pair for an exact grid over the box. Any sizes work:
+        the sparse and dense mechanisms run their pyramid over the enclosing power-of-two square, whose extra
+        cells are public and empty. The grid actually used is in ``params["box"]`` and ``params["shape"]``.
     epsilon:
         The privacy parameter (add/remove one user).
     algorithm:
         ``"sparse"`` (sparse EMD aggregation, keeping ``w`` cells per level), ``"dense"`` (dense EMD
-        aggregation on a public coarse grid of ``coarse_side`` cells a side, default ``side // 8``),
-        ``"laplace"`` (Laplace noise on every cell) or ``"threshold"`` (Laplace, the ``top_percent``% largest
-        cells kept).
+        aggregation on a public coarse grid of ``coarse_side`` cells a side of the enclosing power-of-two
+        square, default an eighth of it), ``"laplace"`` (Laplace noise on every cell) or ``"threshold"``
+        (Laplace, the ``top_percent``% largest cells kept).
     drop_outside:
         Drop points outside the box (how many is not reported) instead of refusing the table.
     engine:
@@ -65,15 +101,28 @@ def heatmap(
     """
     if algorithm not in ALGORITHMS:
         raise ParameterError(f"unknown heatmap algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}")
-    check_grid(box, side)  # public parameters first: nothing is read for a release that cannot be made
+    # public parameters first: nothing is read for a release that cannot be made
+    grid_box, shape = grid_of(box, resolution, cells)
     eng = get_engine(engine)
     data = eng.load(source, Columns(user, points=(lat, lon)))
-    s = eng.grid_sum(data, box, side, drop_outside)
+    s = eng.grid_sum(data, grid_box, shape, drop_outside)
     src = resolve_rng(rng)
     if algorithm == "sparse":
-        return dp_sparse_emd_agg(s, epsilon, w=w, rng=src)
-    if algorithm == "laplace":
-        return laplace_heatmap(s, epsilon, rng=src)
-    if algorithm == "threshold":
-        return laplace_heatmap(s, epsilon, top_percent=top_percent, rng=src)
-    return dense_emd_agg(s, epsilon, coarse_side or max(1, side // 8), rng=src)
+        rel = dp_sparse_emd_agg(s, epsilon, w=w, rng=src)
+    elif algorithm == "laplace":
+        rel = laplace_heatmap(s, epsilon, rng=src)
+    elif algorithm == "threshold":
+        rel = laplace_heatmap(s, epsilon, top_percent=top_percent, rng=src)
+    elif algorithm == "privtree":
+        rel = privtree_heatmap(s, epsilon, rng=src)
+    elif algorithm == "privtree-emd":
+        rel = privtree_emd_heatmap(s, epsilon, rng=src)
+    elif algorithm == "adaptive-grid":
+        rel = adaptive_grid_heatmap(s, epsilon, rng=src)
+    elif algorithm == "hierarchy":
+        rel = hierarchical_heatmap(s, epsilon, rng=src)
+    else:
+        padded = 2 ** padded_levels(shape)
+        rel = dense_emd_agg(s, epsilon, coarse_side or max(1, padded // 8), rng=src)
+    rel.params.update(box={"low": list(grid_box.low), "high": list(grid_box.high)}, shape=list(shape))
+    return rel

@@ -177,7 +177,8 @@ def _heatmap(fs, src: RandomSource, out: Path, ledger: list) -> dict[str, Any]:
     from .maps import MapPanel, left_out_label, render_maps
 
     side, eps, sigma = 256, 1.0, 2.0
-    s = user_grid_sum(fs, side, MIDTOWN, drop_outside=True)  # the truth, for the demo only
+    grid_box, (rows, cols) = releases.grid_of(MIDTOWN, side)  # cells square on the ground
+    s = user_grid_sum(fs, (rows, cols), grid_box, drop_outside=True)  # the truth, for the demo only
     truth = gaussian_heatmap(s / s.sum(), sigma)
     ours = releases.heatmap(fs, MIDTOWN, side, eps, "sparse", drop_outside=True, rng=src)
     base = releases.heatmap(fs, MIDTOWN, side, eps, "laplace", drop_outside=True, rng=src)
@@ -191,9 +192,9 @@ def _heatmap(fs, src: RandomSource, out: Path, ledger: list) -> dict[str, Any]:
             MapPanel(h_base, f"DP Laplace baseline, ε = {eps:g}", left_out=left_out_label("laplace")),
         ],
         out / "heatmap.png",
-        MIDTOWN,
+        grid_box,
         title=f"Foursquare check-ins in Midtown Manhattan: ε = {eps:g} for adding or removing one user, "
-        f"{side} x {side} cells, Gaussian filter σ = {sigma:g} cells. Each map has its own colour scale.",
+        f"{rows} x {cols} cells, Gaussian filter σ = {sigma:g} cells. Each map has its own colour scale.",
         ncols=2,
     )
     m_ours, m_base = all_metrics(truth, h_ours), all_metrics(truth, h_base)
