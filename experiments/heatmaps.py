@@ -14,11 +14,14 @@ Metrics on Gaussian-filtered heatmaps (sigma = Delta / 128 cells): SIM, Pearson 
 2. n in {50, ..., 500} (Figure 2 left) and Delta in {64, 128, 256, 512} (Figure 2 right), eps = 10, EMD.
 
 Writes experiments/results/heatmaps_*.csv and .png. Run: python experiments/heatmaps.py [--quick]
+With ``--paper``: the paper's own construction (cell-months of a 300 x 300 grid over the continental US),
+see experiments/heatmaps_paper.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -90,6 +93,12 @@ def trial(fs, name: str, box: BoxDomain, users: np.ndarray, n: int, side: int, e
 
 
 def main() -> None:
+    if "--paper" in sys.argv:  # the paper's construction: experiments/heatmaps_paper.py
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import heatmaps_paper
+
+        heatmaps_paper.main([a for a in sys.argv[1:] if a != "--paper"])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sides", default="64,128,256,512", help="resolutions of the Delta sweep")

@@ -17,6 +17,10 @@
   :func:`user_neighbours` -- removing a user, adding an empty or a full user, replacing a user), then the full test
   with *fresh* samples on the pair (and 1-D projection) the pilot found worst, so the selection does not
   bias the confidence level.
+* **DP heatmaps** (:func:`audit_heatmap`): any heatmap mechanism ``mechanism(s, epsilon, rng=...) -> Release``
+  under add/remove-one-user neighbours, by :func:`audit_search` over a few users' distributions on a tiny
+  grid (a user removed, a user concentrated on one cell or spread evenly added), with the output projected on
+  the mean-difference direction, on one cell's mass, or on its number of distinct values (a tree's leaves).
 * **Distinct count** (:func:`audit_distinct_count`): the exact privacy loss of Knop & Steinke's
   Algorithm 1 as implemented (GEM selection by the exact exponential mechanism, then the lattice discrete
   Laplace release) over all add/remove-one-person pairs of tiny datasets, and its exact ``1 - beta``
@@ -47,6 +51,7 @@ __all__ = [
     "point_neighbours",
     "user_neighbours",
     "audit_search",
+    "audit_heatmap",
     "audit_distinct_count",
     "audit_sampled",
     "l2_lattice_table",
@@ -500,6 +505,184 @@ def audit_search(
         res.measured,
         res.passed,
         res.detail + f"; worst of {len(pairs)} candidate pairs: {pair.label}",
+        res.detection_limit,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# DP heatmaps (statistical mode, user-level add/remove neighbours)
+# --------------------------------------------------------------------------------------------
+
+
+def _heatmap_users(shape: tuple[int, int], crowd: int = 10) -> list[np.ndarray]:
+    """The default small dataset: a user concentrated on cell (0, 0), a user spread evenly over the grid, a
+    user split between the two right-hand corners, and ``crowd`` users on the corner cell (H-1, W-1) (so that
+    the total, which a heatmap normalizes away, is large and the other cells are read cleanly)."""
+    H, W = shape
+    at = np.zeros(shape)
+    at[0, 0] = 1.0
+    even = np.full(shape, 1.0 / (H * W))
+    two = np.zeros(shape)
+    two[H - 1, W - 1] += 0.5
+    two[0, W - 1] += 0.5
+    corner = np.zeros(shape)
+    corner[H - 1, W - 1] = 1.0
+    return [at, even, two] + [corner] * crowd
+
+
+_HEATMAP_PROJECTIONS = {
+    "vector": "the pilot's mean-difference direction",
+    "cell": "the mass of the most changed cell",
+    "pieces": "the number of distinct cell values (the partition a tree mechanism released)",
+}
+
+
+def audit_heatmap(
+    mechanism: Callable[..., Any],
+    epsilon: float,
+    *,
+    shape: tuple[int, int] = (4, 4),
+    n: int = 20_000,
+    n_pilot: int | None = None,
+    users: list[np.ndarray] | None = None,
+    projections: tuple[str, ...] = ("vector", "cell", "pieces"),
+    bins: int = 10,
+    confidence: float = 0.99,
+    name: str | None = None,
+    rng: Any = None,
+) -> AuditResult:
+    """Statistical audit of a DP heatmap mechanism under add/remove-one-user neighbours.
+
+    ``mechanism(s, epsilon, rng=rng)`` must return a :class:`~userdp.privacy.result.Release` whose ``value``
+    is an ``H x W`` heatmap and whose ``guarantee`` (the claim audited, e.g. ``PureDP(epsilon)``) protects
+    :attr:`~userdp.privacy.guarantees.Neighbours.ADD_REMOVE_USER`; ``s`` is the sum of the users'
+    distributions. For a mechanism with other required arguments pass a closure or
+    ``functools.partial`` (e.g. ``partial(dense_emd_agg, coarse_side=2)``).
+
+    The dataset is a few users on a tiny grid of ``shape`` (``users``: ``H x W`` non-negative arrays of mass
+    at most 1; by default one user on cell (0, 0), one spread evenly, one split between the right-hand corners
+    and ten on the corner (H-1, W-1), so that the total a heatmap normalizes away is large). The candidate
+    neighbouring pairs, each a user added or removed:
+
+    * every distinct user removed;
+    * a user concentrated on cell (0, 0) (where a user already is) added, and one on cell (H-1, 0);
+    * a user spread evenly over the grid added;
+    * no users against one user on cell (0, 0).
+
+    Each pair is tried with (by default) three ``projections`` of the output to a scalar: ``"vector"``, the
+    pilot's mean-difference direction (as :func:`audit_search` does for vectors); ``"cell"``, the mass of the
+    cell whose sum changed most; ``"pieces"``, the number of distinct cell values (the partition a tree or grid
+    mechanism released: whether a node was split or kept). :func:`audit_search`
+    picks the worst (pair, projection) on pilot samples (``n_pilot`` per dataset, shared by the projections
+    and pairs of that dataset) and tests it with ``n`` fresh samples per input. ``rng`` (a seed for
+    reproducible audits) drives the mechanism's noise. Returns the :class:`AuditResult` of the final test.
+    """
+    from .errors import DataError, ParameterError
+    from .noise import resolve_rng
+    from .privacy.guarantees import Neighbours
+
+    try:
+        H, W = (int(x) for x in shape)
+    except (TypeError, ValueError):
+        raise ParameterError("shape must be a pair of positive integers") from None
+    if H < 1 or W < 1:
+        raise ParameterError("shape must be a pair of positive integers")
+    n = int(n)
+    n_pilot = max(200, n // 8) if n_pilot is None else int(n_pilot)
+    if not 0 < n_pilot < n:
+        raise ParameterError("need 0 < n_pilot < n (the final test must use fresh samples)")
+    if users is None:
+        users = _heatmap_users((H, W))
+    users = [np.asarray(u, dtype=np.float64) for u in users]
+    for u in users:
+        if u.shape != (H, W) or not np.all(np.isfinite(u)) or np.any(u < 0) or u.sum() > 1 + 1e-9:
+            raise DataError("every user must be a non-negative H x W array of mass at most 1")
+    unknown = set(projections) - set(_HEATMAP_PROJECTIONS)
+    if not projections or unknown:
+        raise ParameterError(f"projections must be a non-empty subset of {sorted(_HEATMAP_PROJECTIONS)}")
+    src = resolve_rng(rng)
+
+    def total(us: list[np.ndarray]) -> np.ndarray:
+        return np.sum(us, axis=0) if us else np.zeros((H, W))
+
+    at0 = np.zeros((H, W))
+    at0[0, 0] = 1.0
+    far = np.zeros((H, W))
+    far[H - 1, 0] = 1.0
+    datasets = {"the dataset": total(users)}
+    pairs = []
+    seen: set[bytes] = set()
+    for i, u in enumerate(users):
+        if u.tobytes() in seen:  # identical users give the same neighbour
+            continue
+        seen.add(u.tobytes())
+        label = f"the dataset without user {i}"
+        datasets[label] = total(users[:i] + users[i + 1 :])
+        pairs.append(("the dataset", label))
+    for label, extra in (
+        ("the dataset plus a user on cell (0, 0)", at0),
+        (f"the dataset plus a user on cell ({H - 1}, 0)", far),
+        ("the dataset plus a user spread evenly", np.full((H, W), 1.0 / (H * W))),
+    ):
+        datasets[label] = total(users + [extra])
+        pairs.append(("the dataset", label))
+    datasets["no users"] = np.zeros((H, W))
+    datasets["one user on cell (0, 0)"] = at0
+    pairs.append(("no users", "one user on cell (0, 0)"))
+
+    rel = mechanism(datasets["the dataset"], epsilon, rng=src)
+    g = rel.guarantee
+    if getattr(g, "neighbours", None) != Neighbours.ADD_REMOVE_USER or not hasattr(g, "epsilon"):
+        raise ParameterError("audit_heatmap checks (epsilon, delta)-DP claims for adding or removing one user")
+    claim_eps, claim_delta = float(g.epsilon), float(getattr(g, "delta", 0.0))
+    if np.asarray(rel.value).size != H * W:
+        raise ParameterError("the mechanism must return an H x W heatmap")
+
+    pilots: dict[bytes, np.ndarray] = {}  # by content: datasets with equal sums share their pilot samples
+
+    def outputs(label: str, k: int) -> np.ndarray:
+        s = datasets[label]
+        key = s.tobytes()
+        if k == n_pilot and key in pilots:
+            return pilots[key]
+        out = np.empty((k, H * W))
+        for j in range(k):
+            out[j] = np.asarray(mechanism(s, epsilon, rng=src).value, dtype=np.float64).reshape(-1)
+        if k == n_pilot:
+            pilots[key] = out
+        return out
+
+    def sample(x: tuple[str, str, int], k: int) -> np.ndarray:
+        label, proj, cell = x
+        out = outputs(label, k)
+        if proj == "vector":
+            return out
+        if proj == "cell":
+            return out[:, cell]
+        return np.array([np.unique(np.round(row, 12)).size for row in out], dtype=np.float64)
+
+    candidates = []
+    for a, b in pairs:
+        cell = int(np.argmax(np.abs(datasets[b] - datasets[a]).reshape(-1)))
+        for proj in projections:
+            what = _HEATMAP_PROJECTIONS[proj]
+            candidates.append(NeighbourPair(f"{a} vs {b}, projected on {what}", (a, proj, cell), (b, proj, cell)))
+    res = audit_search(
+        sample,
+        candidates,
+        lambda d: (claim_eps, claim_delta),
+        n=n,
+        n_pilot=n_pilot,
+        bins=bins,
+        confidence=confidence,
+        name=name or getattr(rel, "mechanism", "heatmap mechanism"),
+    )
+    return AuditResult(
+        res.mechanism,
+        f"{g.describe()} (as returned by the mechanism); " + res.claimed,
+        res.measured,
+        res.passed,
+        res.detail + f"; {len(users)} users on a {H} x {W} grid, {n_pilot} pilot samples per dataset",
         res.detection_limit,
     )
 

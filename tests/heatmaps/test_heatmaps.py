@@ -147,7 +147,8 @@ def test_gridding_and_refusals():
     s = user_grid_sum(ds, 2)
     assert s.sum() == pytest.approx(2.0) and s[0, 0] == pytest.approx(0.5) and s[1, 0] == pytest.approx(1.0)
     with pytest.raises(ParameterError):
-        user_grid_sum(ds, 3)
+        user_grid_sum(ds, 0)
+    assert user_grid_sum(ds, (3, 2)).shape == (3, 2)  # any rows x cols grid
     small = BoxDomain((0.0, 0.0), (0.5, 0.5))
     with pytest.raises(DataError, match="outside"):
         user_grid_sum(UserDataset.from_lists([[(0.1, 0.1), (0.9, 0.9)]]), 2, small)
@@ -157,8 +158,8 @@ def test_gridding_and_refusals():
         dp_sparse_emd_agg(np.full((4, 4), np.nan), 1.0)
     with pytest.raises(ParameterError):
         dp_sparse_emd_agg(np.ones((4, 4)), 0.0)
-    with pytest.raises(ParameterError):
-        dp_sparse_emd_agg(np.ones((6, 6)), 1.0)
+    with pytest.raises(DataError):
+        dp_sparse_emd_agg(np.ones((0, 6)), 1.0)
     with pytest.raises(DataError):
         dp_sparse_emd_agg(-np.ones((4, 4)), 1.0)
 
@@ -181,7 +182,7 @@ def test_no_users_and_no_points_inside_are_released(algorithm, rng):
         rel = heatmap(ds, box, 4, 1.0, algorithm=algorithm, drop_outside=True, rng=rng)
         assert np.all(np.isfinite(rel.value)) and rel.value.sum() == pytest.approx(1.0)
         assert rel.guarantee == PureDP(1.0, neighbours=Neighbours.ADD_REMOVE_USER)
-    with pytest.raises(DataError, match="non-empty square"):  # a malformed grid is still refused
+    with pytest.raises(DataError, match="non-empty"):  # a malformed grid is still refused
         dp_sparse_emd_agg(np.zeros((0, 0)), 1.0)
 
 
@@ -285,3 +286,81 @@ def test_the_mechanism_package_draws_nothing():
                 names = [("." * node.level) + (node.module or "")]
             for n in names:
                 assert not n.startswith("matplotlib") and "report" not in n, (path.name, n)
+
+
+# --------------------------------------------------------------------------------------------
+# Any rectangular grid (issue 16): the pyramid over the enclosing power of two, padding public and empty
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 7), (5, 3), (3, 9), (37, 50)])
+def test_sparse_and_dense_on_rectangles(shape, rng):
+    from userdp.heatmaps.sparse import _measure, level_budgets, pad_square, padded_levels
+
+    gen = np.random.default_rng(sum(shape))
+    s = gen.random(shape) * (gen.random(shape) < 0.3)
+    for rel in (
+        dp_sparse_emd_agg(s, 1.0, rng=rng),
+        dense_emd_agg(s, 1.0, 2 ** max(0, padded_levels(shape) - 1), rng=rng),
+        laplace_heatmap(s, 1.0, rng=rng),
+    ):
+        assert rel.value.shape == shape and rel.value.min() >= 0 and rel.value.sum() == pytest.approx(1.0)
+    # padding cells are never measured nor kept, at any level; the level budgets still add up to epsilon
+    L = padded_levels(shape)
+    S, real = pad_square(s)
+    _, budgets = level_budgets(1.0, L, w=2)
+    assert sum(budgets.values()) == pytest.approx(1.0)
+    levels = _measure(S, L, budgets, 2, rng, real)
+    for i in range(L + 1):
+        span = 2 ** (L - i)
+        for cells in (levels.kept[i], levels.left_out[i]):
+            for r, c in cells:
+                assert real[r * span : (r + 1) * span, c * span : (c + 1) * span].any()
+
+
+def test_padding_never_changes_the_guarantee():
+    """A user's mass (<= 1) on a rectangle is still mass <= 1 on every level of the padded pyramid: the level
+    sums of neighbouring rectangles differ by l1 <= 1 at every level."""
+    from userdp.heatmaps.sparse import _pyramid, pad_square, padded_levels
+
+    gen = np.random.default_rng(1)
+    for shape in [(3, 5), (7, 2), (1, 9)]:
+        s = gen.random(shape)
+        user = gen.dirichlet(np.ones(shape[0] * shape[1])).reshape(shape)
+        L = padded_levels(shape)
+        a, b = _pyramid(pad_square(s)[0], L), _pyramid(pad_square(s + user)[0], L)
+        for i in range(L + 1):
+            assert np.abs(a[i] - b[i]).sum() == pytest.approx(1.0)
+
+
+def test_square_cells_on_the_ground():
+    """--resolution N: N cells along the longer side, cells square in kilometres (equirectangular at the middle
+    latitude), the box widened evenly along the shorter side and still holding the original box."""
+    import math
+
+    from userdp.releases import grid_of
+
+    box = BoxDomain.latlon(40.70, 40.80, -74.02, -73.93)
+    wide, (rows, cols) = grid_of(box, 256)
+    assert rows == 256 and cols < 256
+    lat_mid = (wide.low[0] + wide.high[0]) / 2
+    cell_h = (wide.high[0] - wide.low[0]) * 110.574 / rows
+    cell_w = (wide.high[1] - wide.low[1]) * 111.320 * math.cos(math.radians(lat_mid)) / cols
+    assert cell_h == pytest.approx(cell_w, rel=1e-9)
+    assert wide.low[0] == box.low[0] and wide.high[0] == box.high[0]
+    assert wide.low[1] <= box.low[1] and wide.high[1] >= box.high[1]
+    assert (box.low[1] - wide.low[1]) == pytest.approx(wide.high[1] - box.high[1])
+    assert grid_of(box, 64, cells="box") == (box, (64, 64))
+    assert grid_of(box, (30, 20)) == (box, (30, 20))
+    with pytest.raises(ParameterError):
+        grid_of(box, 64, cells="round")
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (1, 3)])
+def test_audit_on_rectangles(shape):
+    """The statistical audit of the Laplace heatmap passes on rectangles (the auditor's neighbours include a
+    user concentrated on one cell and one spread evenly)."""
+    from userdp.audit import audit_heatmap
+
+    res = audit_heatmap(laplace_heatmap, 1.0, shape=shape, n=2000, n_pilot=200, rng=5)
+    assert res.passed, str(res)

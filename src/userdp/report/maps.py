@@ -55,6 +55,10 @@ LEFT_OUT = {
     "dense": "no mass released: its coarse cell got none after the non-negative projection",
     "laplace": "no mass released: noisy count <= 0, set to 0",
     "threshold": "no mass released: below the top {top}% threshold (suppressed) or noisy count <= 0",
+    "privtree": "no mass released: its leaf's noisy count <= 0, set to 0",
+    "privtree-emd": "no mass released",  # never happens: a 1% uniform floor covers every cell
+    "adaptive-grid": "no mass released: its grid cell's estimate <= 0, set to 0",
+    "hierarchy": "no mass released: its consistent estimate <= 0, set to 0",
     "truth": "no points in the data",
 }
 

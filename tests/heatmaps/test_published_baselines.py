@@ -1,0 +1,394 @@
+"""The three published 2-D baselines (PrivTree, adaptive grids, Hay et al.'s hierarchy with consistency):
+shapes and mass, refusals, reproducibility, speed, Hay's consistency, the budget splits, PrivTree's
+fractional-user bound, and statistical privacy audits of the real mechanisms and of deliberately broken
+variants of the library (monkeypatched calibrations), plus audit_heatmap on the existing mechanisms."""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+import numpy as np
+import pytest
+
+import userdp.heatmaps.adaptive_grid as ag
+import userdp.heatmaps.hierarchy as hier
+import userdp.heatmaps.privtree as pt
+from userdp.audit import audit_heatmap
+from userdp.errors import DataError, ParameterError
+from userdp.heatmaps import dense_emd_agg, dp_sparse_emd_agg, laplace_heatmap
+from userdp.heatmaps.adaptive_grid import adaptive_grid_heatmap, ag_first_level_size, ag_second_level_size
+from userdp.heatmaps.hierarchy import hay_consistency, hierarchical_heatmap, quadtree_levels
+from userdp.heatmaps.privtree import (
+    _plan,
+    privtree_certificate,
+    privtree_emd_heatmap,
+    privtree_heatmap,
+    privtree_lambda,
+    privtree_path_sum,
+    split_partitions,
+    tree_emd_projection,
+)
+from userdp.privacy.guarantees import Neighbours, PureDP
+
+MECHANISMS = [privtree_heatmap, adaptive_grid_heatmap, hierarchical_heatmap, privtree_emd_heatmap]
+IDS = ["privtree", "adaptive_grid", "hierarchy", "privtree_emd"]
+
+
+def _users_sum(shape, n_users, seed):
+    """The sum of ``n_users`` random distributions (Dirichlet over a few random cells each)."""
+    gen = np.random.default_rng(seed)
+    s = np.zeros(shape)
+    for _ in range(n_users):
+        k = int(gen.integers(1, 4))
+        cells = gen.integers(0, shape[0] * shape[1], k)
+        np.add.at(s.reshape(-1), cells, gen.dirichlet(np.ones(k)))
+    return s
+
+
+# --------------------------------------------------------------------------------------------
+# Output shape and mass, refusals, reproducibility, speed
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mech", MECHANISMS, ids=IDS)
+@pytest.mark.parametrize("shape", [(1, 1), (1, 7), (7, 1), (5, 3), (2, 2), (300, 200)])
+def test_shapes_mass_and_claim(mech, shape, rng):
+    s = _users_sum(shape, 50, seed=shape[0] * 31 + shape[1])
+    rel = mech(s, 1.0, rng=rng)
+    v = rel.value
+    assert v.shape == shape and v.dtype == np.float64
+    assert v.min() >= 0 and v.sum() == pytest.approx(1.0, abs=1e-12)
+    assert rel.guarantee == PureDP(1.0, neighbours=Neighbours.ADD_REMOVE_USER)
+    assert rel.params["epsilon"] == 1.0
+
+
+@pytest.mark.parametrize("mech", MECHANISMS, ids=IDS)
+def test_empty_input_and_uniform_fallback(mech):
+    """No users at all: every release is a valid heatmap; when no mass survives the clipping (or nothing was
+    split), it is exactly uniform. A 1 x 1 grid is always [[1]]."""
+    uniform = 0
+    for seed in range(40):
+        v = mech(np.zeros((2, 2)), 1.0, rng=seed).value
+        assert v.shape == (2, 2) and v.min() >= 0 and v.sum() == pytest.approx(1.0)
+        uniform += bool(np.all(v == 0.25))
+    assert uniform > 0
+    assert mech(np.zeros((1, 1)), 0.5, rng=1).value.tolist() == [[1.0]]
+    assert mech(np.zeros((3, 9)), 0.5, rng=1).value.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("mech", MECHANISMS, ids=IDS)
+def test_seeded_reproducibility(mech):
+    s = _users_sum((9, 6), 40, seed=3)
+    a, b, c = mech(s, 1.0, rng=11), mech(s, 1.0, rng=11), mech(s, 1.0, rng=12)
+    assert np.array_equal(a.value, b.value)
+    assert not np.array_equal(a.value, c.value)
+
+
+@pytest.mark.parametrize("mech", MECHANISMS, ids=IDS)
+def test_refusals_never_quote_the_data(mech):
+    bad = np.zeros((3, 3))
+    bad[1, 1] = -123.456
+    with pytest.raises(DataError) as e:
+        mech(bad, 1.0)
+    assert "123" not in str(e.value)
+    for arr in (np.zeros(4), np.zeros((0, 3)), np.array([[np.nan, 1.0]]), np.array([["a", "b"]]), np.zeros((2, 2, 2))):
+        with pytest.raises(DataError):
+            mech(arr, 1.0)
+    for eps in (0.0, -1.0, math.inf, math.nan, "x"):
+        with pytest.raises(ParameterError):
+            mech(np.ones((2, 2)), eps)
+
+
+def test_parameter_refusals():
+    s = np.ones((4, 4))
+    with pytest.raises(ParameterError):
+        privtree_heatmap(s, 1.0, tree_fraction=1.0)
+    with pytest.raises(ParameterError):
+        privtree_heatmap(s, 1.0, beta=1)
+    with pytest.raises(ParameterError):
+        privtree_heatmap(s, 1.0, theta=math.nan)
+    with pytest.raises(ParameterError):
+        privtree_heatmap(s, 1.0, theta=1e300)  # beyond 2^50 lattice steps of the split noise
+    with pytest.raises(ParameterError):
+        adaptive_grid_heatmap(s, 1.0, alpha=0.0)
+    with pytest.raises(ParameterError):
+        adaptive_grid_heatmap(s, 1.0, c=-1)
+    with pytest.raises(DataError):
+        adaptive_grid_heatmap(s, 1.0, n_public=-5)
+
+
+def test_hierarchy_is_fast_at_512():
+    s = _users_sum((512, 512), 2000, seed=5)
+    hierarchical_heatmap(s, 1.0, rng=1)  # warm up the samplers
+    t = time.perf_counter()
+    rel = hierarchical_heatmap(s, 1.0, rng=2)
+    elapsed = time.perf_counter() - t
+    assert rel.value.shape == (512, 512) and rel.params["levels"] == 10
+    assert elapsed < 1.0, f"{elapsed:.2f} s"
+
+
+# --------------------------------------------------------------------------------------------
+# Hay et al.'s consistency
+# --------------------------------------------------------------------------------------------
+
+
+def _child_sum(x):
+    return x[0::2, 0::2] + x[0::2, 1::2] + x[1::2, 0::2] + x[1::2, 1::2]
+
+
+def test_consistent_tree_sums_and_least_squares():
+    """After the two passes every node equals the sum of its children, and the leaves are the least-squares
+    solution (brute force over all nodes); an exact tree comes back unchanged."""
+    gen = np.random.default_rng(4)
+    levels = quadtree_levels(gen.random((5, 7)))  # padded to 8 x 8, h = 4
+    assert [x.shape for x in levels] == [(1, 1), (2, 2), (4, 4), (8, 8)]
+    assert np.all(levels[-1][5:, :] == 0) and np.all(levels[-1][:, 7:] == 0)
+    for a, b in zip(hay_consistency(levels), levels, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+    noisy = [x + gen.laplace(scale=2.0, size=x.shape) for x in levels]
+    cons = hay_consistency(noisy)
+    for lvl in range(len(cons) - 1):
+        np.testing.assert_allclose(cons[lvl], _child_sum(cons[lvl + 1]), atol=1e-10)
+    side = 8
+    rows, y = [], []
+    for lvl, x in enumerate(noisy):
+        span = side // 2**lvl
+        for i in range(2**lvl):
+            for j in range(2**lvl):
+                m = np.zeros((side, side))
+                m[i * span : (i + 1) * span, j * span : (j + 1) * span] = 1.0
+                rows.append(m.reshape(-1))
+                y.append(x[i, j])
+    lsq = np.linalg.lstsq(np.array(rows), np.array(y), rcond=None)[0].reshape(side, side)
+    np.testing.assert_allclose(cons[-1], lsq, atol=1e-9)
+    # the consistent tree is the least-squares fit: moving any leaf (and its ancestors) costs more
+    cost = sum(((c - x) ** 2).sum() for c, x in zip(cons, noisy, strict=True))
+    bumped = [c.copy() for c in cons]
+    for lvl in range(len(bumped)):
+        bumped[lvl][0, 0] += 0.01
+    assert sum(((c - x) ** 2).sum() for c, x in zip(bumped, noisy, strict=True)) > cost
+
+
+def test_hierarchy_without_noise_is_the_truth():
+    for shape in [(5, 3), (16, 16), (1, 9)]:
+        s = _users_sum(shape, 30, seed=shape[0])
+        v = hierarchical_heatmap(s, 1e9, rng=1).value
+        np.testing.assert_allclose(v, s / s.sum(), atol=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# Budget splits (read from the releases)
+# --------------------------------------------------------------------------------------------
+
+
+def test_budget_splits_add_up_to_epsilon():
+    s = _users_sum((12, 10), 80, seed=7)
+    p = privtree_heatmap(s, 1.7, rng=1, tree_fraction=0.3).params
+    assert p["epsilon_tree"] + p["epsilon_counts"] == pytest.approx(1.7) and p["epsilon_tree"] == pytest.approx(0.51)
+    assert p["delta"] == pytest.approx(p["lambda"] * math.log(4))
+    p = adaptive_grid_heatmap(s, 1.7, rng=1).params
+    assert p["epsilon_total"] == pytest.approx(0.05 * 1.7)
+    assert p["epsilon_total"] + p["epsilon_level1"] + p["epsilon_level2"] == pytest.approx(1.7)
+    assert p["epsilon_level1"] == pytest.approx(p["epsilon_level2"])  # alpha = 0.5
+    p = adaptive_grid_heatmap(s, 1.7, rng=1, n_public=80, alpha=0.25).params
+    assert p["epsilon_total"] == 0 and p["n_public"] == 80
+    assert p["epsilon_level1"] + p["epsilon_level2"] == pytest.approx(1.7)
+    assert p["epsilon_level1"] == pytest.approx(0.425)
+    p = hierarchical_heatmap(s, 1.7, rng=1).params
+    assert sum(p["level_epsilons"]) == pytest.approx(1.7) and len(p["level_epsilons"]) == p["levels"] == 5
+
+
+# --------------------------------------------------------------------------------------------
+# Adaptive grids
+# --------------------------------------------------------------------------------------------
+
+
+def test_ag_grid_sizes_and_noise_free_recovery():
+    assert ag_first_level_size(0, 1.0) == 10
+    assert ag_first_level_size(1e6, 1.0) == math.ceil(math.ceil(math.sqrt(1e5)) / 4) == 80
+    assert ag_second_level_size(-3.0, 0.5) == 1
+    assert ag_second_level_size(1000.0, 0.5) == math.ceil(math.sqrt(1000 * 0.5 / 5)) == 10
+    s = _users_sum((37, 23), 3000, seed=9)
+    rel = adaptive_grid_heatmap(s, 1e7, rng=1, n_public=1e5)
+    assert rel.params["first_level_shape"] == (37, 23)  # m1 capped by the grid
+    np.testing.assert_allclose(rel.value, s / s.sum(), atol=1e-6)
+    # a dense cell is split finer than an empty one; the noisy total is an extra released by-product
+    s = np.zeros((40, 40))
+    s[:4, :4] = 500.0
+    rel = adaptive_grid_heatmap(s, 1.0, rng=2, n_public=8000)
+    assert rel.params["m1"] == 10 and rel.extras["second_level_cells"] > 100
+    assert rel.value[:4, :4].sum() > 0.9
+
+
+# --------------------------------------------------------------------------------------------
+# PrivTree: the splitting rule and the fractional-user bound
+# --------------------------------------------------------------------------------------------
+
+
+def test_privtree_splitting_rule():
+    rows, cols = split_partitions((5, 3))
+    assert [r.tolist() for r in rows] == [[0], [0, 3], [0, 2, 3, 4], [0, 1, 2, 3, 4]]
+    assert [c.tolist() for c in cols] == [[0], [0, 2], [0, 1, 2], [0, 1, 2]]
+    rows, cols = split_partitions((1, 7))
+    assert all(r.tolist() == [0] for r in rows) and cols[-1].tolist() == list(range(7))
+    # a huge epsilon on a sparse input splits down to the occupied cells and recovers them
+    s = np.zeros((64, 64))
+    s[3, 5], s[40, 41] = 300.0, 100.0
+    rel = privtree_heatmap(s, 1e5, rng=3)
+    np.testing.assert_allclose(rel.value, s / s.sum(), atol=1e-4)
+    assert rel.extras["leaves"] < 64 * 64 / 4
+
+
+def test_privtree_lambda_is_certified_on_the_lattice():
+    """lambda is the paper's (2 beta - 1) / ((beta - 1) eps_tree) where the fractional bound certifies it, a
+    larger provably safe one above; the decomposition's proven epsilon on the lattice actually used,
+    S(g t) / (g t) + H W / t, never exceeds eps_tree."""
+    for e in (0.01, 0.3, 1.0, 1.17):
+        assert privtree_lambda(e) == pytest.approx(7 / (3 * e))
+    for e, lo, hi in ((1.5, 1.01, 1.05), (3.0, 1.15, 1.19), (10.0, 1.6, 1.7)):
+        assert lo < privtree_lambda(e) / (7 / (3 * e)) < hi
+    for e in (0.05, 0.5, 1.0, 1.19, 2.0, 5.0, 40.0):
+        for cells in (1, 16, 512 * 512):
+            cal = pt._tree_calibration(privtree_lambda(e), e, cells)
+            assert privtree_certificate(cal) <= e
+    assert privtree_path_sum(1e6) == pytest.approx(2 + sum(1 / (2 * 4**i - 1) for i in range(1, 40)), rel=1e-5)
+
+
+def test_privtree_path_bound_holds_on_random_fractional_paths():
+    """The proof's key inequality with continuous Laplace noise: along one root-to-leaf path, with counts
+    non-increasing in depth on D and a user whose mass on the path's nodes is non-increasing in depth and at
+    most 1, the split nodes' loss sum ln F(b'(v)) - ln F(b(v)) is at most S(lambda) / lambda."""
+    gen = np.random.default_rng(8)
+
+    def log_f(x, lam, theta):  # ln P[x + Lap(lam) > theta]
+        z = (x - theta) / lam
+        return np.where(z < 0, z - math.log(2), np.log1p(-0.5 * np.exp(-np.abs(z))))
+
+    for eps_tree in (0.3, 1.0, 3.0, 10.0):
+        lam = privtree_lambda(eps_tree)
+        delta = lam * math.log(4)
+        bound = privtree_path_sum(lam) / lam
+        worst = 0.0
+        for _ in range(3000):
+            depth = int(gen.integers(1, 25))
+            theta = float(gen.normal(0, 3))
+            drops = gen.exponential(gen.choice([0.05, 0.5, 3.0]), depth)
+            c = float(gen.uniform(0, 40)) - np.concatenate([[0.0], np.cumsum(drops)[:-1]])
+            c = np.maximum(c, 0.0)
+            p = np.minimum(1.0, np.sort(gen.uniform(0, 1, depth))[::-1] * gen.uniform(0.05, 1.5))
+            d = np.arange(depth)
+            b = np.maximum(theta - delta, c - d * delta)
+            b2 = np.maximum(theta - delta, c + p - d * delta)
+            worst = max(worst, float(np.sum(log_f(b2, lam, theta) - log_f(b, lam, theta))))
+        assert worst <= bound, (eps_tree, worst, bound)
+        assert bound <= eps_tree * (1 + 1e-9)
+
+
+# --------------------------------------------------------------------------------------------
+# Privacy audits: the real mechanisms pass, broken library variants are refuted
+# --------------------------------------------------------------------------------------------
+
+
+def _audit(mech, eps, **kw):
+    kw.setdefault("shape", (2, 2))
+    kw.setdefault("n", 3000)
+    kw.setdefault("n_pilot", 400)
+    return audit_heatmap(mech, eps, rng=kw.pop("seed", 2024), **kw)
+
+
+def test_audit_hierarchy_real_and_broken(monkeypatch):
+    ok = _audit(hierarchical_heatmap, 2.0)
+    assert ok.passed, str(ok)
+    true_level = hier._level_epsilon
+    monkeypatch.setattr(hier, "_level_epsilon", lambda e, h: 3 * true_level(e, h))  # 3x too optimistic
+    bad = _audit(hierarchical_heatmap, 2.0)
+    assert not bad.passed, str(bad)
+
+
+def test_audit_adaptive_grid_real_and_broken(monkeypatch):
+    ok = _audit(adaptive_grid_heatmap, 2.0, n=2000, n_pilot=250)
+    assert ok.passed, str(ok)
+    true_split = ag._budget_split
+    monkeypatch.setattr(ag, "_budget_split", lambda *a: tuple(3 * x for x in true_split(*a)))
+    bad = _audit(adaptive_grid_heatmap, 2.0, n=2000, n_pilot=250)
+    assert not bad.passed, str(bad)
+
+
+def test_audit_privtree_real_and_broken_budget(monkeypatch):
+    ok = _audit(privtree_heatmap, 2.0, n=2500, n_pilot=300)
+    assert ok.passed, str(ok)
+    true_split = pt._budget_split
+    monkeypatch.setattr(pt, "_budget_split", lambda *a: tuple(3 * x for x in true_split(*a)))
+    bad = _audit(privtree_heatmap, 2.0, n=2500, n_pilot=300)
+    assert not bad.passed, str(bad)
+
+
+def test_audit_privtree_emd_real_and_broken_budget(monkeypatch):
+    """userdp's PrivTree-EMD (tree projection and floor: post-processing) keeps PrivTree's guarantee, and the
+    audit still sees a budget split 3x too optimistic through the projection and the floor."""
+    ok = _audit(privtree_emd_heatmap, 2.0, n=2500, n_pilot=300)
+    assert ok.passed, str(ok)
+    true_split = pt._budget_split
+    monkeypatch.setattr(pt, "_budget_split", lambda *a: tuple(3 * x for x in true_split(*a)))
+    bad = _audit(privtree_emd_heatmap, 2.0, n=2500, n_pilot=300)
+    assert not bad.passed, str(bad)
+
+
+def test_tree_emd_projection_cancels_at_the_lowest_common_ancestor():
+    """On the 4 x 4 grid split to single cells: a negative cell cancels its sibling's positive mass first, and
+    only what is left moves up to cancel mass in another quadrant; the total left is max(P - N, 0); a
+    non-negative input is unchanged."""
+    plan = _plan(4, 4)
+    r, c = np.divmod(np.arange(16), 4)
+    leaves = [(0, np.zeros(0, np.int64), np.zeros(0, np.int64))] * 2 + [(2, r, c)]
+    v = np.zeros(16)
+    v[0], v[1], v[15] = 3.0, -1.0, 2.0  # cells (0,0), (0,1) share a parent; (3,3) is in another quadrant
+    out = tree_emd_projection(leaves, v, plan)
+    assert out[0] == pytest.approx(2.0) and out[15] == pytest.approx(2.0) and out.sum() == pytest.approx(4.0)
+    v[1] = -4.0  # more than the sibling holds: 1 unit left moves up to the root and cancels half of (3,3)
+    out = tree_emd_projection(leaves, v, plan)
+    assert out[0] == pytest.approx(0.0) and out[15] == pytest.approx(1.0)
+    gen = np.random.default_rng(0)
+    for _ in range(20):
+        x = gen.normal(size=16)
+        out = tree_emd_projection(leaves, x, plan)
+        assert out.min() >= 0 and out.sum() == pytest.approx(max(np.maximum(x, 0).sum() - np.maximum(-x, 0).sum(), 0))
+    x = np.abs(gen.normal(size=16))
+    assert np.array_equal(tree_emd_projection(leaves, x, plan), x)
+
+
+def test_audit_privtree_split_decision_and_broken_lambda(monkeypatch):
+    """The split decision alone: a 1 x 2 grid (one decision, at the root), 99 users on cell (0, 0) and
+    theta = 100, so adding a user moves the biased count from theta - 1 to theta, where a split is most
+    sensitive; 97% of the budget on the tree; the output read as its partition (split or not). lambda 3x
+    too small (the paper's lambda / 3) is refuted; the real lambda passes."""
+    one = np.zeros((1, 2))
+    one[0, 0] = 1.0
+    mech = functools.partial(privtree_heatmap, theta=100.0, tree_fraction=0.97)
+    kw = dict(shape=(1, 2), users=[one] * 99, projections=("pieces",))
+    ok = _audit(mech, 1.0, n=2000, n_pilot=300, **kw)
+    assert ok.passed, str(ok)
+    true_lambda = pt.privtree_lambda
+    monkeypatch.setattr(pt, "privtree_lambda", lambda e, beta=4: true_lambda(e, beta) / 3)
+    bad = _audit(mech, 1.0, n=4000, n_pilot=400, **kw)
+    assert not bad.passed, str(bad)
+
+
+def test_audit_heatmap_on_the_existing_mechanisms():
+    """audit_heatmap runs any mechanism(s, epsilon, rng=...) -> Release: the Laplace baseline with a real
+    sample size, and the LP-based ones (slow per call) with a small one; all sound, all pass."""
+    lap = _audit(lambda s, e, rng: laplace_heatmap(s, e, rng=rng), 1.0, n=3000)
+    assert lap.passed and lap.detection_limit < 0.02, str(lap)
+    one = np.zeros((2, 2))
+    one[0, 0] = 1.0
+    small = dict(users=[one], n=80, n_pilot=20)
+    assert _audit(dp_sparse_emd_agg, 1.0, **small).passed
+    assert _audit(functools.partial(dense_emd_agg, coarse_side=2), 1.0, **small).passed
+    with pytest.raises(ParameterError):
+        audit_heatmap(laplace_heatmap, 1.0, n=100, n_pilot=100)
+    with pytest.raises(ParameterError):
+        audit_heatmap(laplace_heatmap, 1.0, n=100, n_pilot=10, projections=("mean",))
+    with pytest.raises(DataError):
+        audit_heatmap(laplace_heatmap, 1.0, n=100, n_pilot=10, users=[np.ones((2, 2))])  # mass 4 > 1
