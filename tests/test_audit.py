@@ -153,3 +153,14 @@ def test_audit_cli(mechanism, capsys):
 
     assert main(["audit", mechanism, "--trials", "20000", "--seed", "5"]) == 0
     assert "[PASS]" in capsys.readouterr().out
+
+
+def test_audit_cli_heatmap(capsys):
+    """`userdp audit heatmap` audits every heatmap algorithm of `userdp heatmap`; all pass."""
+    from userdp.cli import main
+
+    assert main(["audit", "heatmap", "--trials", "4000", "--seed", "5"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("[PASS]") == 7 and "[FAIL]" not in out
+    for name in ("PrivTree-EMD", "adaptive grid", "hierarchy", "sparse EMD", "dense EMD"):
+        assert name in out

@@ -47,6 +47,39 @@ def cmd_audit(args: argparse.Namespace) -> int:
         b = gaussian_mechanism(np.ones(n), 1.0, 1.0, 1e-3, src)
         sigma = calibrate_gaussian(1.0, 1.0, 1e-3).sigma
         res = audit_samples(a, b, 1.0, 1e-3, name=f"lattice Gaussian, sigma {sigma:.3f}")
+    elif args.mechanism == "heatmap":
+        from functools import partial
+
+        from ..audit import audit_heatmap
+        from ..heatmaps import (
+            adaptive_grid_heatmap,
+            dense_emd_agg,
+            dp_sparse_emd_agg,
+            hierarchical_heatmap,
+            laplace_heatmap,
+            privtree_emd_heatmap,
+            privtree_heatmap,
+        )
+
+        # every heatmap algorithm of `userdp heatmap`, on a 2 x 2 grid at epsilon 2 (the LP-based sparse and
+        # dense releases with a tenth of the samples: each call solves a linear program)
+        mechanisms = [
+            (laplace_heatmap, "Laplace per cell", 1),
+            (hierarchical_heatmap, "hierarchy (Hay et al.)", 1),
+            (adaptive_grid_heatmap, "adaptive grid", 1),
+            (privtree_heatmap, "PrivTree", 1),
+            (privtree_emd_heatmap, "PrivTree-EMD", 1),
+            (dp_sparse_emd_agg, "sparse EMD aggregation", 10),
+            (partial(dense_emd_agg, coarse_side=2), "dense EMD aggregation", 10),
+        ]
+        results = []
+        for mech, label, thin in mechanisms:
+            k = max(200, n // (10 * thin))
+            results.append(
+                audit_heatmap(mech, 2.0, shape=(2, 2), n=k, n_pilot=max(50, k // 8), name=label, rng=src)
+            )
+            console().print(str(results[-1]))
+        return 0 if all(r.passed for r in results) else 1
     elif args.mechanism == "lattice":
         from ..audit import audit_lattice_gaussian, audit_lattice_l1, audit_lattice_l2, audit_lattice_laplace
 
@@ -87,8 +120,9 @@ def add_parser(sub) -> None:
     )
     au.add_argument(
         "mechanism",
-        choices=["gkrr", "exponential", "itemwise", "distinct", "laplace", "gaussian", "linear", "lattice"],
-        help="lattice: the exact support-and-loss audits of the lattice samplers (Laplace, Gaussian, l1, l2)",
+        choices=["gkrr", "exponential", "itemwise", "distinct", "laplace", "gaussian", "linear", "lattice", "heatmap"],
+        help="lattice: the exact support-and-loss audits of the lattice samplers (Laplace, Gaussian, l1, l2); "
+        "heatmap: every heatmap algorithm, statistically, under add/remove-one-user neighbours",
     )
     au.add_argument(
         "--trials", type=number(int, 1, 10**7), default=50_000, help="samples per input (statistical audits)"
