@@ -154,7 +154,7 @@ def _outputs() -> dict[str, Callable]:
 
 
 UNCHECKED = {
-    "grid_emd(np.random.rand(256, 256), np.random.rand(256, 256))": "random input; 'about 1 s' is indicative",
+    "grid_emd(np.random.rand(256, 256), np.random.rand(256, 256))": "random input; 'about 0.5 s' is indicative",
     "laplace_mechanism([10.0, 3.0], l1_sensitivity=1.0, epsilon=0.5)": "fresh noise from the OS CSPRNG",
 }
 

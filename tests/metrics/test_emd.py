@@ -122,8 +122,9 @@ def test_grid_emd_raw_units_and_errors():
     p[0, 0] = q[0, 3] = 1.0
     assert grid_emd(p, q, raw=True) == pytest.approx(3 / 8)
     assert grid_emd(p, q) == pytest.approx(3 / 16)
+    assert grid_emd(np.zeros((3, 4)), np.zeros((3, 4))) == 0.0  # any rows x cols grid (issue 16)
     with pytest.raises(DataError):
-        grid_emd(np.zeros((3, 4)), np.zeros((3, 4)))
+        grid_emd(np.zeros((3, 4)), np.zeros((4, 3)))
     with pytest.raises(DataError):
         emd(-p.reshape(-1), q.reshape(-1), GridL1(8))
     with pytest.raises(DataError):

@@ -5,18 +5,21 @@ space's normalized units (multiply by ``space.scale`` for raw units).
 
 Which algorithm runs:
 
-===============================  =================================================================
-space                            algorithm
-===============================  =================================================================
-:class:`ClusteredMetric`         closed form on its tree (exact, ``O(k)``)
-:class:`LineMetric`              closed form ``∫ |F_P - F_Q|`` (exact, ``O(m log m)``)
-:class:`GridL1`                  min-cost flow on the grid graph, LEMON network simplex via
-                                 ``pylmcf`` (exact up to the integer rounding of the masses:
-                                 absolute error at most ``cells * 2**-b``; ``b = 44`` for
-                                 256 x 256 with equal masses, so at most ``4e-9``)
-any other space                  POT's exact network simplex (``ot.emd2``) on the support
-two equal-size multisets         :func:`emd_assignment`, Lemma 2.1 (an optimal permutation)
-===============================  =================================================================
+=================================  ===============================================================
+space                              algorithm
+=================================  ===============================================================
+:class:`ClusteredMetric`           closed form on its tree (exact, ``O(k)``)
+:class:`LineMetric`                closed form ``∫ |F_P - F_Q|`` (exact, ``O(m log m)``)
+:class:`GridL1`, :func:`grid_emd`  min-cost flow on the 4-neighbour grid graph by a multi-scale
+                                   primal-dual method (:mod:`userdp.metrics.grid_flow`; exact for
+                                   the integer-rounded masses, optimality certified on every call;
+                                   rounding error at most ``cells * 2**-b`` in normalized units,
+                                   ``b = 61 - ceil(log2((c + 1)(n + 1)))`` with ``n`` the nodes and
+                                   ``c`` the largest arc cost: ``b = 43`` for 256 x 256 with equal
+                                   masses, so at most ``7.5e-9``)
+any other space                    POT's exact network simplex (``ot.emd2``) on the support
+two equal-size multisets           :func:`emd_assignment`, Lemma 2.1 (an optimal permutation)
+=================================  ===============================================================
 
 Inputs whose total masses differ are compared with the EMD *norm* of Ghazi et al. (AAAI 2023,
 section 2.1): ``||w||_EMD = min_{p - q + r = w} EMD(p, q) + alpha ||r||_1`` with ``alpha`` the
@@ -41,8 +44,8 @@ from .spaces import ClusteredMetric, FiniteSpace, GridL1, LineMetric, MetricSpac
 __all__ = ["emd", "emd_norm", "emd_datasets", "emd_assignment", "grid_emd", "histogram"]
 
 _BALANCE_TOL = 1e-12
-# Measured on 256 x 256 check-in heatmaps: candidate_list 1.06 s, altering_list 1.79 s, block_search 2.05 s,
-# first_eligible 4.6 s (benchmarks/bench_grid_emd.py).
+# Pivot rule of the reference LEMON solver (_grid_flow_lemon). Measured on 256 x 256 check-in heatmaps:
+# candidate_list 1.06 s, altering_list 1.79 s, block_search 2.05 s, first_eligible 4.6 s.
 _PIVOT_RULE = "candidate_list"
 
 
@@ -166,18 +169,50 @@ def emd_norm(w, space: FiniteSpace, _masses: tuple[float, float] | None = None) 
 
 
 def grid_emd(p: np.ndarray, q: np.ndarray, raw: bool = False) -> float:
-    """Exact EMD with L1 ground distance between two ``side x side`` arrays on ``[0,1)^2``.
+    """Exact EMD with L1 ground distance between two histograms on an ``H x W`` grid of cells.
 
-    Normalized units by default (divide raw L1 distances by 2); ``raw=True`` gives the Ghazi et al.
-    units (cell side ``1/side``). Unequal masses use the EMD norm with ``alpha = 2`` (raw).
+    Parameters
+    ----------
+    p, q:
+        Non-negative finite arrays of the same 2-D shape ``(H, W)``, ``H, W >= 1`` (any shape, not
+        only squares or powers of two).
+    raw:
+        If true, return raw units, in which the longer side spans ``[0, 1)``: cells have side
+        ``1 / max(H, W)`` and cells ``(r1, c1)``, ``(r2, c2)`` are ``(|r1 - r2| + |c1 - c2|) / max(H, W)``
+        apart (for a square grid, the units of Ghazi et al. with cell side ``1/side``). By default
+        the value is normalized by ``alpha = (H + W) / max(H, W)``, the L1 diameter of the grid's
+        rectangle in raw units (``alpha = 2`` for a square, the normalization of :class:`GridL1`).
+
+    Returns
+    -------
+    float
+        The EMD; if the total masses differ, the EMD norm of ``p - q`` (Ghazi et al.), in which
+        unmatched mass is moved to a bank at cost ``alpha`` raw (1 normalized) per unit.
+
+    Notes
+    -----
+    Solved as a min-cost flow on the 4-neighbour grid graph by the exact multi-scale primal-dual
+    method of :mod:`userdp.metrics.grid_flow`, after rounding the masses to integers (see the module
+    docstring for the rounding error). Each solution carries a checked optimality certificate.
     """
     p = np.asarray(p, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
-    if p.ndim != 2 or p.shape[0] != p.shape[1] or p.shape != q.shape:
-        raise DataError("grid_emd needs two square arrays of the same shape")
-    space = GridL1(p.shape[0])
-    val = emd(p.reshape(-1), q.reshape(-1), space)
-    return val * space.scale if raw else val
+    if p.ndim != 2 or p.shape != q.shape or p.size == 0:
+        raise DataError("grid_emd needs two non-empty 2-D arrays of the same shape")
+    a, b = _dense(p), _dense(q)
+    if np.any(a < 0) or np.any(b < 0):
+        raise DataError("histograms must be non-negative")
+    H, W = p.shape
+    w = a - b
+    pos = np.maximum(w, 0.0)
+    neg = np.maximum(-w, 0.0)
+    mp, mn = pos.sum(), neg.sum()
+    if _balanced(a.sum(), b.sum()):
+        mn = mp  # equal masses: treat tiny float differences of w as balanced (as emd_norm does)
+    if mp == 0 and mn == 0:
+        return 0.0
+    val = _grid_flow(pos, neg, (H, W), balanced=_balanced(mp, mn))
+    return val * (H + W) / max(H, W) if raw else val
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,21 +236,29 @@ def _pot(a: np.ndarray, b: np.ndarray, C: np.ndarray) -> float:
     return float(val)
 
 
+def _grid_shape(shape) -> tuple[int, int]:
+    if isinstance(shape, tuple):
+        return int(shape[0]), int(shape[1])
+    return int(shape), int(shape)
+
+
 @lru_cache(maxsize=8)
-def _grid_arcs(side: int, bank: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted arcs of the grid graph (4-neighbour, cost 1 step), plus arcs to and from a bank node of
-    cost ``2 side`` steps (the diameter ``alpha = 2`` of ``[0,1)^2``) when ``bank``."""
-    idx = np.arange(side * side, dtype=np.int64).reshape(side, side)
+def _grid_arcs(shape, bank: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted arcs of the ``H x W`` grid graph (4-neighbour, cost 1 step; ``shape`` is ``(H, W)`` or a
+    square's side), plus arcs to and from a bank node of cost ``H + W`` steps (the L1 diameter) when
+    ``bank``. Used by the reference LEMON solver :func:`_grid_flow_lemon`."""
+    H, W = _grid_shape(shape)
+    idx = np.arange(H * W, dtype=np.int64).reshape(H, W)
     src = [idx[:, :-1].ravel(), idx[:, 1:].ravel(), idx[:-1, :].ravel(), idx[1:, :].ravel()]
     dst = [idx[:, 1:].ravel(), idx[:, :-1].ravel(), idx[1:, :].ravel(), idx[:-1, :].ravel()]
     n_grid = sum(a.size for a in src)
     if bank:
         cells = idx.ravel()
-        src += [cells, np.full(cells.size, side * side)]
-        dst += [np.full(cells.size, side * side), cells]
+        src += [cells, np.full(cells.size, H * W)]
+        dst += [np.full(cells.size, H * W), cells]
     s = np.concatenate(src)
     d = np.concatenate(dst)
-    cost = np.full(s.size, 2 * side, dtype=np.int64)
+    cost = np.full(s.size, H + W, dtype=np.int64)
     cost[:n_grid] = 1
     order = np.lexsort((d, s))
     return (
@@ -242,26 +285,55 @@ def _integerize(x: np.ndarray, S: float, total: int) -> np.ndarray:
     return base
 
 
-def _grid_flow(pos: np.ndarray, neg: np.ndarray, side: int, balanced: bool) -> float:
-    import pylmcf
+def _grid_supply(pos: np.ndarray, neg: np.ndarray, shape, balanced: bool) -> tuple[np.ndarray, float]:
+    """Integer supplies ``round(pos * S) - round(neg * S)`` (flattened, row-major) and the scale ``S``.
 
+    ``S = 2**b / mass`` with ``b = 61 - ceil(log2((c + 1)(n + 1)))``, ``n`` the nodes (cells, plus the
+    bank if the masses differ) and ``c`` the largest arc cost (1, or ``H + W`` with the bank): the
+    headroom LEMON's network simplex needs, kept so that both solvers see the same integer problem."""
+    H, W = _grid_shape(shape)
     mass = max(pos.sum(), neg.sum())
-    src, dst, cost = _grid_arcs(side, bank=not balanced)
-    nodes = side * side + (0 if balanced else 1)
-    # LEMON's network simplex starts from artificial arcs of cost (max cost + 1) * nodes; total supply
-    # times that must stay inside int64.
-    bits = 61 - math.ceil(math.log2((int(cost.max()) + 1) * (nodes + 1)))
+    nodes = H * W + (0 if balanced else 1)
+    max_cost = 1 if balanced else H + W
+    bits = 61 - math.ceil(math.log2((max_cost + 1) * (nodes + 1)))
     S = 2.0**bits / mass
     tp = int(round(pos.sum() * S))
     tn = tp if balanced else int(round(neg.sum() * S))
-    supply = _integerize(pos, S, tp) - _integerize(neg, S, tn)
+    return _integerize(pos, S, tp) - _integerize(neg, S, tn), S
+
+
+def _grid_flow(pos: np.ndarray, neg: np.ndarray, shape, balanced: bool) -> float:
+    """EMD norm (normalized units) of ``pos - neg`` on the ``H x W`` grid (``shape`` is ``(H, W)`` or
+    a square's side), by the exact multi-scale primal-dual solver :func:`.grid_flow.solve_grid_flow`.
+
+    If ``balanced``, both sides are rounded to the same integer total (no bank); otherwise the bank
+    takes the difference at ``H + W`` steps per unit. One step is ``1 / (H + W)`` normalized."""
+    from .grid_flow import solve_grid_flow
+
+    H, W = _grid_shape(shape)
+    supply, S = _grid_supply(pos, neg, (H, W), balanced)
+    flow = solve_grid_flow(supply.reshape(H, W))
+    return float(flow.cost) / S / (H + W)
+
+
+def _grid_flow_lemon(pos: np.ndarray, neg: np.ndarray, shape, balanced: bool) -> float:
+    """Reference solver (the previous implementation): the same integer problem as :func:`_grid_flow`,
+    solved by LEMON's network simplex through ``pylmcf`` (pivot rule candidate_list). Exact, but
+    minutes at 512 x 512; kept for tests and benchmarks."""
+    import pylmcf
+
+    H, W = _grid_shape(shape)
+    supply, S = _grid_supply(pos, neg, (H, W), balanced)
+    src, dst, cost = _grid_arcs((H, W), bank=not balanced)
+    nodes = H * W
     if not balanced:
-        supply = np.concatenate([supply, [tn - tp]])
+        supply = np.concatenate([supply, [-int(supply.sum())]])
+        nodes += 1
+    cap = int(np.maximum(supply, 0).sum())
     g = pylmcf.Graph(nodes, src, dst)
     g.set_node_supply(supply.astype(np.int64))
-    g.set_edge_capacities(np.full(src.size, max(tp, tn), dtype=np.int64))
+    g.set_edge_capacities(np.full(src.size, cap, dtype=np.int64))
     g.set_edge_costs(cost)
     g.set_pivot_rule(_PIVOT_RULE)
     g.solve()
-    # one step is 1/side raw = 1/(2 side) normalized
-    return float(g.total_cost()) / S / (2 * side)
+    return float(g.total_cost()) / S / (H + W)
