@@ -52,12 +52,9 @@ from userdp.heatmaps import (
     dp_sparse_emd_agg,
     gaussian_heatmap,
     hierarchical_heatmap,
-    kl_divergence,
     laplace_heatmap,
-    pearson_cc,
     privtree_emd_heatmap,
     privtree_heatmap,
-    similarity,
 )
 from userdp.noise import RandomSource
 
@@ -130,16 +127,7 @@ def evaluate(s: np.ndarray, eps: float, n: int, seed: int, emd_sigmas: tuple[flo
         secs = time.perf_counter() - t0
         for sg in sigmas:
             h = gaussian_heatmap(est, sg)
-            m = (
-                all_metrics(truths[sg], h)
-                if sg in emd_sigmas
-                else {
-                    "SIM": similarity(truths[sg], h),
-                    "CC": pearson_cc(truths[sg], h),
-                    "KL": kl_divergence(truths[sg], h),
-                    "EMD": np.nan,
-                }
-            )
+            m = {"EMD": np.nan, **all_metrics(truths[sg], h, emd=sg in emd_sigmas)}
             rows.append(dict(algorithm=name, sigma=sg, seconds=secs, **m))
     return rows
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import releases
 from ..data import BoxDomain
+from ..engines.base import MAX_SIDE
 from ..errors import ParameterError
 from .common import (
     EPSILON,
@@ -55,8 +56,8 @@ def _grid(text: str) -> tuple[int, int]:
         rows, cols = (int(x) for x in parts)
     except ValueError:
         raise OutOfRange(f"must be ROWSxCOLS such as 300x200, got {text!r}") from None
-    if not (1 <= rows <= 8192 and 1 <= cols <= 8192):
-        raise OutOfRange(f"sides must lie in [1, 8192], got {text!r}")
+    if not (1 <= rows <= MAX_SIDE and 1 <= cols <= MAX_SIDE):
+        raise OutOfRange(f"sides must lie in [1, {MAX_SIDE}], got {text!r}")
     return rows, cols
 
 
@@ -172,7 +173,7 @@ def add_parser(sub) -> None:
     add_bbox(p, required=True)
     p.add_argument(
         "--resolution",
-        type=number(int, 1, 8192),
+        type=number(int, 1, MAX_SIDE),
         default=None,
         help=f"cells along the box's longer side, square on the ground (default {DEFAULT_RESOLUTION}); the box "
         "is widened along its shorter side to whole cells",

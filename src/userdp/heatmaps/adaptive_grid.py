@@ -11,8 +11,9 @@ from ..errors import DataError, ParameterError
 from ..noise import RngLike, add_laplace, calibrate_laplace, laplace_mechanism, resolve_rng
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
-from .hierarchy import _check_epsilon, _check_fraction, _check_sum_grid
+from .hierarchy import _check_epsilon, _check_fraction
 from .quality import _norm as _normalize  # mass 1 (uniform if nothing is left)
+from .sparse import _check_sum_grid
 
 __all__ = ["adaptive_grid_heatmap", "ag_first_level_size", "ag_second_level_size", "index_edges"]
 

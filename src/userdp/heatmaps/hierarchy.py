@@ -17,11 +17,12 @@ import math
 
 import numpy as np
 
-from ..errors import DataError, ParameterError
+from ..errors import ParameterError
 from ..noise import RngLike, add_laplace, calibrate_laplace, resolve_rng
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
 from .quality import _norm as _normalize  # mass 1 (uniform if nothing is left)
+from .sparse import _check_sum_grid, _pyramid, child_sums, pad_square, padded_levels
 
 __all__ = ["hierarchical_heatmap", "hay_consistency", "quadtree_levels"]
 
@@ -31,26 +32,6 @@ _BRANCHING = 4  # a quadtree
 # --------------------------------------------------------------------------------------------
 # Input checks shared by the three published baselines
 # --------------------------------------------------------------------------------------------
-
-
-def _check_sum_grid(s: np.ndarray) -> np.ndarray:
-    """``s`` as a float64 ``H x W`` array (``H, W >= 1``) of finite, non-negative values, else DataError.
-
-    The messages never quote values read from the data."""
-    try:
-        arr = np.asarray(s)
-    except (TypeError, ValueError):
-        raise DataError("the aggregate must be a numeric H x W array") from None
-    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise DataError("the aggregate must be a non-empty two-dimensional H x W array")
-    if arr.dtype.kind not in "biuf":
-        raise DataError(f"the aggregate must be numeric, got dtype {arr.dtype}")
-    arr = arr.astype(np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise DataError("the aggregate contains NaN or inf")
-    if np.any(arr < 0):
-        raise DataError("the aggregate of user distributions cannot be negative")
-    return arr
 
 
 def _check_epsilon(epsilon: float) -> float:
@@ -78,11 +59,6 @@ def _check_fraction(x: float, name: str) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def _child_sums(x: np.ndarray) -> np.ndarray:
-    """Sum of the four children of every node of the level above (``2m x 2m`` -> ``m x m``)."""
-    return x[0::2, 0::2] + x[0::2, 1::2] + x[1::2, 0::2] + x[1::2, 1::2]
-
-
 def _spread(x: np.ndarray) -> np.ndarray:
     """Copy every node's value to its four children (``m x m`` -> ``2m x 2m``)."""
     return np.repeat(np.repeat(x, 2, axis=0), 2, axis=1)
@@ -92,16 +68,10 @@ def quadtree_levels(s: np.ndarray) -> list[np.ndarray]:
     """The complete quadtree of cell sums over ``s`` zero-padded to the enclosing ``2^L x 2^L`` square:
     ``levels[l]`` is the ``2^l x 2^l`` array of level-``l`` node counts (``levels[0]`` the root, ``levels[L]``
     the padded grid). Padding cells are public and empty."""
-    s = np.asarray(s, dtype=np.float64)
-    H, W = s.shape
-    L = max(0, math.ceil(math.log2(max(H, W))))
-    side = 2**L
-    padded = np.zeros((side, side))
-    padded[:H, :W] = s
-    levels = [padded]
-    for _ in range(L):
-        levels.append(_child_sums(levels[-1]))
-    return levels[::-1]
+    S, _ = pad_square(np.asarray(s, dtype=np.float64))
+    L = padded_levels(S.shape)
+    levels = _pyramid(S, L)
+    return [levels[i] for i in range(L + 1)]
 
 
 def hay_consistency(noisy: list[np.ndarray]) -> list[np.ndarray]:
@@ -129,11 +99,11 @@ def hay_consistency(noisy: list[np.ndarray]) -> list[np.ndarray]:
         height = L - lvl + 1
         kl, kl1 = float(k) ** height, float(k) ** (height - 1)
         own = np.asarray(noisy[lvl], dtype=np.float64)
-        z[lvl] = (kl - kl1) / (kl - 1) * own + (kl1 - 1) / (kl - 1) * _child_sums(z[lvl + 1])
+        z[lvl] = (kl - kl1) / (kl - 1) * own + (kl1 - 1) / (kl - 1) * child_sums(z[lvl + 1])
     out: list[np.ndarray] = [np.empty(0)] * (L + 1)
     out[0] = z[0]
     for lvl in range(1, L + 1):
-        out[lvl] = z[lvl] + _spread((out[lvl - 1] - _child_sums(z[lvl])) / k)
+        out[lvl] = z[lvl] + _spread((out[lvl - 1] - child_sums(z[lvl])) / k)
     return out
 
 

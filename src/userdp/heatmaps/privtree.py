@@ -17,8 +17,9 @@ from ..errors import ParameterError
 from ..noise import LaplaceCalibration, RngLike, add_laplace, calibrate_laplace, resolve_rng
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
-from .hierarchy import _check_epsilon, _check_fraction, _check_sum_grid
+from .hierarchy import _check_epsilon, _check_fraction
 from .quality import _norm as _normalize  # mass 1 (uniform if nothing is left)
+from .sparse import _check_sum_grid
 
 __all__ = [
     "privtree_heatmap",

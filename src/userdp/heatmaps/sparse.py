@@ -57,7 +57,10 @@ __all__ = [
 
 def _check_grid(s: np.ndarray) -> tuple[int, int]:
     """``(rows, cols)`` of a valid aggregate: a non-empty 2-D array of finite numbers."""
-    s = np.asarray(s)
+    try:
+        s = np.asarray(s)
+    except (TypeError, ValueError):
+        raise DataError("the aggregate must be a numeric rows x cols array") from None
     if s.ndim != 2 or s.shape[0] == 0 or s.shape[1] == 0:
         raise DataError("the aggregate must be a non-empty 2-D (rows x cols) array")
     if s.dtype.kind not in "biuf":
@@ -65,6 +68,16 @@ def _check_grid(s: np.ndarray) -> tuple[int, int]:
     if not np.all(np.isfinite(s)):
         raise DataError("the aggregate contains NaN or inf")
     return int(s.shape[0]), int(s.shape[1])
+
+
+def _check_sum_grid(s: np.ndarray) -> np.ndarray:
+    """``s`` as a float64 ``rows x cols`` array of finite, non-negative values (a sum of user distributions),
+    else DataError. The messages never quote values read from the data."""
+    _check_grid(s)
+    arr = np.asarray(s, dtype=np.float64)
+    if np.any(arr < 0):
+        raise DataError("the aggregate of user distributions cannot be negative")
+    return arr
 
 
 def padded_levels(shape: tuple[int, int]) -> int:
@@ -130,12 +143,16 @@ def _children(cells: np.ndarray) -> np.ndarray:
     return ch.reshape(-1, 2)
 
 
+def child_sums(x: np.ndarray) -> np.ndarray:
+    """Sum of the four children of every node of the level above (``2m x 2m`` -> ``m x m``)."""
+    return x[0::2, 0::2] + x[0::2, 1::2] + x[1::2, 0::2] + x[1::2, 1::2]
+
+
 def _pyramid(f: np.ndarray, L: int) -> dict[int, np.ndarray]:
     """All level sums ``P_i f`` bottom-up, ``O(4^L)`` in total."""
     out = {L: f}
     for i in range(L - 1, -1, -1):
-        g = out[i + 1]
-        out[i] = g[0::2, 0::2] + g[0::2, 1::2] + g[1::2, 0::2] + g[1::2, 1::2]
+        out[i] = child_sums(out[i + 1])
     return out
 
 
@@ -254,10 +271,8 @@ def dp_sparse_emd_agg(
     are public and empty. The guarantee is ``epsilon``-DP for adding or removing one user. The value is the
     normalized estimate ``a_hat`` (``rows x cols``).
     """
-    H, W = _check_grid(s)
-    s = np.asarray(s, dtype=np.float64)
-    if np.any(s < 0):
-        raise DataError("the aggregate of user distributions cannot be negative")
+    s = _check_sum_grid(s)
+    H, W = s.shape
     src = resolve_rng(rng)
     L = padded_levels((H, W))
     q, budgets = level_budgets(epsilon, L, w, gamma, measure_all_levels)
