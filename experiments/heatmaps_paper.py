@@ -5,7 +5,9 @@ into a 300 x 300 grid; a *cell-month* is one month of check-ins in one grid cell
 from at least 200 users are used (on Foursquare NYC: 28 cell-months in 4 cells around New York). Each cell is
 cut into a Delta x Delta sub-grid (square in degrees, as in the paper) and every check-in is snapped to it. A
 *trial* samples 200 users of a cell-month; each user's check-ins there form their distribution; every algorithm
-runs on the same sum, with its own noise, ``--repeats`` times. A *run* is one (cell-month, trial, repeat).
+runs on the same sum, ``--repeats`` times. A *run* is one (cell-month, trial, repeat). In a run every algorithm
+draws its noise from the same seeded stream (common random numbers): where two algorithms share a noise step
+(appendix D and userdp's grid branch), their paired difference is measured on the same noise.
 
 Metrics (section 4): SIM, Pearson CC, KL and exact EMD between the Gaussian-filtered true and released heatmaps,
 with the untruncated kernel of section 2.3 and sigma in {Delta/128, Delta/64, Delta/32} (the paper does not
@@ -14,8 +16,8 @@ state sigma; EMD for the first sigma only unless ``--emd-all-sigmas``).
 Figures (each writes CSV under experiments/results/heatmaps_paper_*.csv and a PNG):
 
 * ``fig1``: epsilon in {0.1, 0.5, 1, 2, 5, 10} at Delta = 256, n = 200, 2 trials per cell-month: mean and 95%
-  confidence interval per algorithm, and paired comparisons of userdp's PrivTree-EMD with every other algorithm
-  (mean paired difference with its 95% interval, and the win rate);
+  confidence interval per algorithm, and paired comparisons of userdp's default (``auto_heatmap``) with every
+  other algorithm (mean paired difference with its 95% interval, and the win rate);
 * ``fig2``: on the largest cell-month, n in {50, 100, 200, 300, 400, 500} (Delta = 256) and Delta in {64, 128,
   256, 512} (n = 200), epsilon = 10, 10 trials: EMD;
 * ``fig3``: example maps at epsilon = 1 and 5;
@@ -24,7 +26,8 @@ Figures (each writes CSV under experiments/results/heatmaps_paper_*.csv and a PN
 
 Algorithms: the paper's (DPSparseEMDAgg + Reconstruct, w = 20), appendix D's dense aggregation (coarse side
 2^round(log2 sqrt(eps n)) from the public n = 200), the Laplace baseline and its top 0.01% and 0.001% variants
-(the paper's thresholds), PrivTree, adaptive grids, Hay et al.'s hierarchy, and userdp's PrivTree-EMD.
+(the paper's thresholds), PrivTree, adaptive grids, Hay et al.'s hierarchy, userdp's PrivTree-EMD, and userdp's
+default, ``auto_heatmap`` (the post-processed appendix-D grid when epsilon n < 40, PrivTree-EMD above).
 
 Run: python experiments/heatmaps.py --paper [--figures fig1,fig2,fig3,e3] [--epsilons ...] [--repeats R]
 [--workers W]. Results are appended per (figure, point) to the CSV, and points already there are skipped, so an
@@ -47,6 +50,7 @@ from userdp import datasets as D
 from userdp.heatmaps import (
     adaptive_grid_heatmap,
     all_metrics,
+    auto_heatmap,
     dense_emd_agg,
     dense_resolution,
     dp_sparse_emd_agg,
@@ -62,7 +66,7 @@ OUT = Path(__file__).resolve().parent / "results"
 US = (0.0, 50.0, -135.0, -60.0)  # lat_min, lat_max, lon_min, lon_max (section 4)
 US_GRID = 300
 N_USERS = 200
-OURS = "PrivTree-EMD (userdp)"
+OURS = "userdp auto (default)"
 ALGOS = {
     "sparse EMD (paper)": lambda s, e, r, n: dp_sparse_emd_agg(s, e, rng=r).value,
     "dense EMD (app. D)": lambda s, e, r, n: dense_emd_agg(s, e, dense_resolution(e, n, s.shape[0]), rng=r).value,
@@ -72,7 +76,8 @@ ALGOS = {
     "PrivTree": lambda s, e, r, n: privtree_heatmap(s, e, rng=r).value,
     "adaptive grid": lambda s, e, r, n: adaptive_grid_heatmap(s, e, n_public=n, rng=r).value,
     "hierarchy (Hay)": lambda s, e, r, n: hierarchical_heatmap(s, e, rng=r).value,
-    OURS: lambda s, e, r, n: privtree_emd_heatmap(s, e, rng=r).value,
+    "PrivTree-EMD (userdp)": lambda s, e, r, n: privtree_emd_heatmap(s, e, rng=r).value,
+    OURS: lambda s, e, r, n: auto_heatmap(s, e, n_public=n, rng=r).value,
 }
 HIGHER_IS_BETTER = {"SIM": True, "CC": True, "KL": False, "EMD": False}
 
@@ -118,10 +123,13 @@ def sample_users(cm: dict, n: int, side: int, gen: np.random.Generator) -> np.nd
 
 def evaluate(s: np.ndarray, eps: float, n: int, seed: int, emd_sigmas: tuple[float, ...], sigmas) -> list[dict]:
     """Every algorithm on the sum ``s``; metrics per sigma (EMD only for ``emd_sigmas``)."""
-    src = RandomSource(seed)  # experiments: seeded
     truths = {sg: gaussian_heatmap(s / s.sum(), sg) for sg in sigmas}
     rows = []
     for name, algo in ALGOS.items():
+        # common random numbers: every algorithm draws from the same seeded stream, so paired differences
+        # between algorithms that share a noise step (appendix D and userdp's grid branch) compare them on
+        # the same noise; the other pairs are as independent as before
+        src = RandomSource(seed)  # experiments: seeded
         t0 = time.perf_counter()
         est = algo(s, eps, src, n)
         secs = time.perf_counter() - t0
@@ -238,10 +246,10 @@ def fig3(cms):
     gen = np.random.default_rng(3)
     s = sample_users(cm, N_USERS, 256, gen)
     for eps in (1.0, 5.0):
-        src = RandomSource(int(eps))
         panels = [MapPanel(gaussian_heatmap(s / s.sum(), 2.0), "true (non-private)", left_out=None)]
         for name in ("Laplace", "Laplace top 0.01%", "sparse EMD (paper)", "dense EMD (app. D)", OURS):
-            panels.append(MapPanel(gaussian_heatmap(ALGOS[name](s, eps, src, N_USERS), 2.0), name, left_out=None))
+            est = ALGOS[name](s, eps, RandomSource(int(eps)), N_USERS)  # the same seed for each (as in fig1)
+            panels.append(MapPanel(gaussian_heatmap(est, 2.0), name, left_out=None))
         render_maps(panels, OUT / f"heatmaps_paper_fig3_eps{eps:g}.png", None,
                     title=f"{cm['name']}, 200 users, ε = {eps:g}, Δ = 256, σ = 2 cells", ncols=3)
         print(f"figure 3, epsilon = {eps:g}: written", flush=True)
@@ -260,7 +268,8 @@ def ci95(x: np.ndarray) -> tuple[float, float]:
 
 def paired(df: pd.DataFrame, metric: str, sigma: float) -> pd.DataFrame:
     """Per epsilon and algorithm: the mean paired difference (other - ours, signed so that positive means
-    ours is better), its 95% interval and ours' win rate over the same runs."""
+    ours is better), its 95% t-interval over the runs and over the cell-month means, and ours' win and tie
+    rates over the same runs (a tie: the same output, e.g. the auto release and the branch it ran)."""
     d = df[df.sigma == sigma]
     keys = ["epsilon", "cell_month", "trial", "repeat"]
     wide = d.pivot_table(index=keys, columns="algorithm", values=metric)
@@ -270,8 +279,12 @@ def paired(df: pd.DataFrame, metric: str, sigma: float) -> pd.DataFrame:
         for other in [a for a in ALGOS if a != OURS and a in g]:
             diff = sign * (g[other] - g[OURS])
             m, h = ci95(diff.to_numpy())
+            # the runs of one cell-month share its users (and the repeats share a sum): a t-interval over the
+            # cell-month means is the conservative one
+            _, h_cells = ci95(diff.groupby(level="cell_month").mean().to_numpy())
             rows.append(dict(epsilon=eps, metric=metric, versus=other, runs=int(diff.notna().sum()),
-                             advantage=m, ci95=h, win_rate=float((diff > 0).mean())))
+                             advantage=m, ci95=h, ci95_cell_months=h_cells, win_rate=float((diff > 0).mean()),
+                             tie_rate=float((diff == 0).mean())))
     return pd.DataFrame(rows)
 
 

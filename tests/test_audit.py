@@ -161,6 +161,7 @@ def test_audit_cli_heatmap(capsys):
 
     assert main(["audit", "heatmap", "--trials", "4000", "--seed", "5"]) == 0
     out = capsys.readouterr().out
-    assert out.count("[PASS]") == 7 and "[FAIL]" not in out
-    for name in ("PrivTree-EMD", "adaptive grid", "hierarchy", "sparse EMD", "dense EMD"):
+    assert out.count("[PASS]") == 9 and "[FAIL]" not in out
+    names = ("auto (userdp's default", "coarse-grid branch", "PrivTree-EMD", "adaptive grid", "hierarchy")
+    for name in (*names, "sparse EMD", "dense EMD"):
         assert name in out

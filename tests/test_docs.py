@@ -179,13 +179,14 @@ def _check_person_element_graph(env) -> None:  # "deduplicated person-word bipar
 
 
 def _check_heatmap_block(env) -> None:
-    s, rel, heat = env["s"], env["rel"], env["heat"]
+    s, rel, paper, heat = env["s"], env["rel"], env["paper"], env["heat"]
     data = env["D"].foursquare_nyc()
     inside = env["box"].contains(data.items)
     users_inside = np.unique(data.user_index()[inside]).size
     assert s.shape == (256, 256) and np.all(s >= 0)  # "sum of per-user distributions": mass 1 per user inside
     assert s.sum() == pytest.approx(users_inside) and users_inside < data.n_users
-    assert rel.params["w"] == 20 and rel.params["gamma"] == pytest.approx(1 / math.sqrt(2))  # "w = 20, gamma"
+    assert rel.params["branch"] == "privtree-emd" and rel.params["epsilon_total"] == pytest.approx(0.05)  # default
+    assert paper.params["w"] == 20 and paper.params["gamma"] == pytest.approx(1 / math.sqrt(2))  # "w = 20, gamma"
     assert heat.shape == (256, 256) and heat.sum() == pytest.approx(1.0)  # a filter of the normalized estimate
 
 
@@ -213,7 +214,7 @@ def _check_chunked_block(env) -> None:
 BLOCK_CHECKS: dict[str, Callable] = {
     "s = Session(PureDP(1.5, neighbours=Neighbours.REPLACE_USER))": _check_session,
     "g = person_element_graph(amazon_fashion())": _check_person_element_graph,
-    "rel = dp_sparse_emd_agg(s, epsilon=1.0)": _check_heatmap_block,
+    "paper = dp_sparse_emd_agg(s, epsilon=1.0)": _check_heatmap_block,
     "rows_per_chunk=50_000": _check_chunked_block,
 }
 

@@ -274,7 +274,7 @@ SEED = ("--seed", "7")
 TEMPLATES: dict[tuple[str, ...], list[tuple[str, ...]]] = {
     ("heatmap",): [("checkins.csv",), ("--user", "user"), ("--lat", "lat"), ("--lon", "lon"),
                    ("--bbox", "40.69,-74.01,40.76,-73.94"), ("--epsilon", "1"), ("--resolution", "32"),
-                   ("--out", "h.png"), SEED],
+                   ("--users", "100"), ("--out", "h.png"), SEED],
     ("distinct",): [("checkins.csv",), ("--user", "user"), ("--item", "venue"), ("--epsilon", "1"), SEED],
     ("linear",): [("checkins.csv",), ("--user", "user"), ("--items", "lat,lon"), ("--metric", "greatcircle"),
                   ("--bbox", "40.5,-74.3,41,-73.65"), ("--point", "40.75,-73.98"), ("--alpha", "25"), SEED],

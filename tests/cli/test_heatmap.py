@@ -22,7 +22,7 @@ def points(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("algorithm", ["sparse", "dense", "laplace", "threshold"])
+@pytest.mark.parametrize("algorithm", ["auto", "sparse", "dense", "laplace", "threshold"])
 def test_heatmap_json(points, tmp_path, capsys, algorithm):
     out = tmp_path / f"{algorithm}.png"
     argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "64", "--epsilon", "1")
@@ -159,7 +159,7 @@ def test_heatmap_image_is_a_readable_map(points, tmp_path, capsys, monkeypatch, 
 @pytest.mark.parametrize(
     "algorithm,flag",
     [("dense", "--w"), ("laplace", "--w"), ("sparse", "--top-percent"), ("dense", "--top-percent"),
-     ("sparse", "--dense-side"), ("threshold", "--dense-side")],
+     ("sparse", "--dense-side"), ("threshold", "--dense-side"), ("sparse", "--users"), ("privtree", "--users")],
 )  # fmt: skip
 def test_an_option_of_another_algorithm_is_refused(points, tmp_path, capsys, algorithm, flag):
     """Issue 15, defect 9: --w, --top-percent and --dense-side each belong to one algorithm; given with another
@@ -180,3 +180,21 @@ def test_dense_side_is_checked_in_the_commands_terms(points, tmp_path, capsys):
         assert main([*argv, "--algorithm", "dense", "--dense-side", side, "--out", str(tmp_path / "m.png")]) == 2
         err = capsys.readouterr().err
         assert err.startswith("userdp: error: --dense-side must be a power of two no larger than the grid's longer")
+
+
+def test_auto_is_the_default_and_takes_a_public_user_estimate(points, tmp_path, capsys):
+    """Without --algorithm the release is userdp's auto heatmap; --users (a public estimate) decides its branch
+    without spending budget on a noisy count: 50 users at epsilon 0.5 is epsilon n = 25 < 40, the coarse grid;
+    at epsilon 5 it is the tree. --users is checked before any data is read."""
+    argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "64", "--json", "--seed", "3")
+    seen = {}
+    for eps, branch in (("0.5", "dense"), ("5", "privtree-emd")):
+        out = tmp_path / f"auto{eps}.png"
+        assert main([*argv, "--epsilon", eps, "--users", "50", "--out", str(out)]) == 0
+        res = json.loads(capsys.readouterr().out)
+        assert res["algorithm"] == "auto" and res["branch"] == branch
+        seen[branch] = np.load(res["grid"])
+    assert all(g.min() > 0 and g.sum() == pytest.approx(1.0) for g in seen.values())
+    out = tmp_path / "bad.png"
+    assert main([*argv, "--epsilon", "1", "--users", "-3", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.startswith("userdp: error:") and not out.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 import numpy as np
 
@@ -53,6 +54,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         from ..audit import audit_heatmap
         from ..heatmaps import (
             adaptive_grid_heatmap,
+            auto_heatmap,
             dense_emd_agg,
             dp_sparse_emd_agg,
             hierarchical_heatmap,
@@ -64,6 +66,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         # every heatmap algorithm of `userdp heatmap`, on a 2 x 2 grid at epsilon 2 (the LP-based sparse and
         # dense releases with a tenth of the samples: each call solves a linear program)
         mechanisms = [
+            (auto_heatmap, "auto (userdp's default; noisy user count, then grid or PrivTree-EMD)", 1),
+            (partial(auto_heatmap, switch=math.inf), "auto, coarse-grid branch", 10),
             (laplace_heatmap, "Laplace per cell", 1),
             (hierarchical_heatmap, "hierarchy (Hay et al.)", 1),
             (adaptive_grid_heatmap, "adaptive grid", 1),

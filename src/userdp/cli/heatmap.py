@@ -29,14 +29,21 @@ from .common import (
 )
 
 DEFAULT_RESOLUTION = 256
-_ONLY = {"--w": ("w", "sparse"), "--top-percent": ("top_percent", "threshold"), "--dense-side": ("dense_side", "dense")}
+_ONLY = {
+    "--w": ("w", ("sparse",)),
+    "--top-percent": ("top_percent", ("threshold",)),
+    "--dense-side": ("dense_side", ("dense",)),
+    "--users": ("users", ("auto", "adaptive-grid")),
+}
 
 
 def _check_applicable(args: argparse.Namespace) -> None:
     """An algorithm's own option given with another algorithm does nothing: refuse it rather than ignore it."""
-    for flag, (dest, algorithm) in _ONLY.items():
-        if getattr(args, dest) is not None and args.algorithm != algorithm:
-            raise ParameterError(f"{flag} applies to --algorithm {algorithm} only, not {args.algorithm}; leave it out")
+    for flag, (dest, algorithms) in _ONLY.items():
+        if getattr(args, dest) is not None and args.algorithm not in algorithms:
+            raise ParameterError(
+                f"{flag} applies to --algorithm {' or '.join(algorithms)} only, not {args.algorithm}; leave it out"
+            )
     if args.grid is not None and args.resolution is not None:
         raise ParameterError("--grid and --resolution both set the grid; give one of them")
     side = args.dense_side
@@ -99,6 +106,7 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         w=20 if args.w is None else args.w,
         top_percent=1.0 if args.top_percent is None else args.top_percent,
         coarse_side=args.dense_side,
+        n_public=args.users,
         engine=args.engine,
         rng=args.seed,
     )
@@ -141,6 +149,8 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     result = {
         "epsilon": args.epsilon,
         "algorithm": args.algorithm,
+        **({"branch": rel.params["branch"]} if args.algorithm == "auto" else {}),
+        **({"n_estimate_dp": rel.params["n_estimate"]} if args.algorithm == "auto" and args.users is None else {}),
         "resolution": max(rows, cols),
         "shape": [rows, cols],
         "box": rel.params["box"],
@@ -162,7 +172,8 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "heatmap",
-        help="a DP heatmap of user locations (sparse EMD aggregation or baselines)",
+        help="a DP heatmap of user locations (userdp's auto algorithm, the paper's sparse EMD aggregation or "
+        "baselines)",
         epilog="example:\n  userdp heatmap checkins.csv --user user --lat lat --lon lon \\\n"
         "      --bbox 40.745,-73.999,40.770,-73.965 --drop-outside --epsilon 1 --out midtown.png",
     )
@@ -189,8 +200,17 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--algorithm",
         choices=list(releases.ALGORITHMS),
-        default="sparse",
-        help="sparse EMD aggregation (Ghazi et al.), dense (appendix D), or the Laplace baselines",
+        default="auto",
+        help="auto (default: appendix D's coarse grid, post-processed, when epsilon x users < 40, else userdp's "
+        "PrivTree-EMD), the paper's sparse EMD aggregation (Ghazi et al.), dense (appendix D), laplace, "
+        "threshold, privtree, privtree-emd, adaptive-grid or hierarchy",
+    )
+    p.add_argument(
+        "--users",
+        type=number(float, 0.0, 1e12),
+        default=None,
+        help="auto and adaptive-grid only: a PUBLIC estimate of the number of users (not read from the data); "
+        "without it 5%% of epsilon buys a noisy count",
     )
     p.add_argument(
         "--w", type=number(int, 1, 10**6), default=None, help="sparse only: cells kept per level (default 20)"

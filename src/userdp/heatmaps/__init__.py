@@ -2,6 +2,7 @@
 
 from ..engines.memory import grid_sum as user_grid_sum
 from .adaptive_grid import adaptive_grid_heatmap
+from .auto import auto_heatmap, dense_emd_heatmap
 from .baselines import dense_emd_agg, dense_resolution, emd_projection_nonnegative, laplace_heatmap
 from .hierarchy import hierarchical_heatmap
 from .privtree import privtree_emd_heatmap, privtree_heatmap, tree_emd_projection
@@ -10,6 +11,8 @@ from .sparse import dp_sparse_emd_agg, level_budgets, pyramid_level, reconstruct
 
 __all__ = [
     "adaptive_grid_heatmap",
+    "auto_heatmap",
+    "dense_emd_heatmap",
     "hierarchical_heatmap",
     "privtree_emd_heatmap",
     "privtree_heatmap",

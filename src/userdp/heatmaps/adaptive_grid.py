@@ -7,10 +7,11 @@ import math
 
 import numpy as np
 
-from ..errors import DataError, ParameterError
-from ..noise import RngLike, add_laplace, calibrate_laplace, laplace_mechanism, resolve_rng
+from ..errors import ParameterError
+from ..noise import RngLike, add_laplace, calibrate_laplace, resolve_rng
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
+from .baselines import user_count_estimate
 from .hierarchy import _check_epsilon, _check_fraction
 from .quality import _norm as _normalize  # mass 1 (uniform if nothing is left)
 from .sparse import _check_sum_grid
@@ -125,12 +126,7 @@ def adaptive_grid_heatmap(
         raise ParameterError(f"c must be a positive finite number, got {c!r}")
     public = n_public is not None
     if public:
-        try:
-            n_pub = float(n_public)
-        except (TypeError, ValueError):
-            raise DataError("the public user estimate must be a number") from None
-        if not (math.isfinite(n_pub) and n_pub >= 0):
-            raise DataError("the public user estimate must be finite and non-negative")
+        user_count_estimate(s, 0.0, n_public)  # checked before anything is drawn
     else:
         total_fraction = _check_fraction(total_fraction, "total_fraction")
     src = resolve_rng(rng)
@@ -139,10 +135,7 @@ def adaptive_grid_heatmap(
     eps_grid = eps1 + eps2
 
     # 1. the user count
-    if public:
-        n_hat = n_pub
-    else:
-        n_hat = float(laplace_mechanism(np.array([s.sum()]), 1.0, eps_total, src)[0])
+    n_hat = user_count_estimate(s, eps_total, n_public, src)
     # 2. first level
     m1 = ag_first_level_size(n_hat, eps_grid, c)
     re1, ce1 = index_edges(H, m1), index_edges(W, m1)
@@ -191,7 +184,7 @@ def adaptive_grid_heatmap(
             "epsilon_level2": eps2,
             "alpha": alpha,
             "c": c,
-            "n_public": n_pub if public else None,
+            "n_public": n_hat if public else None,
             "m1": m1,
             "first_level_shape": tuple(int(x) for x in first.shape),
         },

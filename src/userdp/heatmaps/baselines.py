@@ -23,6 +23,8 @@ __all__ = [
     "emd_projection_nonnegative",
     "block_sums",
     "spread_blocks",
+    "dense_projected_counts",
+    "user_count_estimate",
 ]
 
 
@@ -103,15 +105,7 @@ def dense_emd_agg(s: np.ndarray, epsilon: float, coarse_side: int, rng: RngLike 
     onto non-negative vectors in EMD norm by an LP, normalize, and spread each coarse cell uniformly over its
     real fine cells."""
     H, W = _check_grid(s)
-    s = np.asarray(s, dtype=np.float64)
-    L = padded_levels((H, W))
-    Lc = int(round(math.log2(coarse_side))) if coarse_side >= 1 else -1
-    if Lc < 0 or 2**Lc != coarse_side or Lc > L:
-        raise ParameterError("coarse_side must be a power of two no larger than the grid side")
-    span = 2 ** (L - Lc)
-    coarse = block_sums(s, span)
-    noisy = laplace_mechanism(coarse.reshape(-1), 1.0, epsilon, rng).reshape(coarse.shape)
-    proj = emd_projection_nonnegative(noisy)
+    proj, span = dense_projected_counts(s, epsilon, coarse_side, rng)
     fine = spread_blocks(_normalize(proj), span, (H, W))
     return Release(
         fine,
@@ -121,6 +115,42 @@ def dense_emd_agg(s: np.ndarray, epsilon: float, coarse_side: int, rng: RngLike 
         ErrorStatement("EMD error O~(1/sqrt(eps n)) (Theorem D.1)"),
         {},
     )
+
+
+def dense_projected_counts(
+    s: np.ndarray, epsilon: float, coarse_side: int, rng: RngLike = None
+) -> tuple[np.ndarray, int]:
+    """The released part of :func:`dense_emd_agg`: ``(counts, span)``, the EMD projection onto non-negative
+    vectors of the coarse grid's noisy counts (``epsilon``-DP, add/remove one user), and the coarse cells'
+    side in fine cells."""
+    H, W = _check_grid(s)
+    s = np.asarray(s, dtype=np.float64)
+    L = padded_levels((H, W))
+    Lc = int(round(math.log2(coarse_side))) if coarse_side >= 1 else -1
+    if Lc < 0 or 2**Lc != coarse_side or Lc > L:
+        raise ParameterError("coarse_side must be a power of two no larger than the grid side")
+    span = 2 ** (L - Lc)
+    coarse = block_sums(s, span)
+    noisy = laplace_mechanism(coarse.reshape(-1), 1.0, epsilon, rng).reshape(coarse.shape)
+    return emd_projection_nonnegative(noisy), span
+
+
+def user_count_estimate(
+    s: np.ndarray, epsilon_total: float, n_public: float | None, rng: RngLike = None
+) -> float:
+    """The number of users a mechanism may use to size itself: ``n_public`` (a public estimate, never read
+    from the data; checked to be finite and non-negative), or else ``sum(s) + Lap(1 / epsilon_total)``
+    (the lattice Laplace mechanism: ``epsilon_total``-DP under add/remove one user, whose distribution has
+    mass at most 1). The noisy value is part of the release."""
+    if n_public is not None:
+        try:
+            n_pub = float(n_public)
+        except (TypeError, ValueError):
+            raise DataError("the public user estimate must be a number") from None
+        if not (math.isfinite(n_pub) and n_pub >= 0):
+            raise DataError("the public user estimate must be finite and non-negative")
+        return n_pub
+    return float(laplace_mechanism(np.array([float(np.sum(s))]), 1.0, epsilon_total, rng)[0])
 
 
 def dense_resolution(epsilon: float, n_public: int, side: int) -> int:

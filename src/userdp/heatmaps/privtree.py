@@ -18,6 +18,7 @@ from ..noise import LaplaceCalibration, RngLike, add_laplace, calibrate_laplace,
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
 from .hierarchy import _check_epsilon, _check_fraction
+from .postprocess import add_floor, smooth_within_parts, smoothing_scales, soft_threshold
 from .quality import _norm as _normalize  # mass 1 (uniform if nothing is left)
 from .sparse import _check_sum_grid
 
@@ -253,6 +254,21 @@ def _spread_leaves(
     return out
 
 
+def _leaf_labels(leaves: list[tuple[int, np.ndarray, np.ndarray]], plan: _Plan, shape: tuple[int, int]) -> np.ndarray:
+    """``H x W`` labels: the index of each cell's leaf (in the order of ``leaves``)."""
+    out = np.zeros(shape, dtype=np.int64)
+    start = 0
+    for d, r, c in leaves:
+        if r.size == 0:
+            continue
+        grid = np.full((plan.rows[d].size, plan.cols[d].size), -1, dtype=np.int64)
+        grid[r, c] = np.arange(start, start + r.size)
+        start += r.size
+        fine = grid[plan.row_of[d]][:, plan.col_of[d]]
+        out = np.where(fine >= 0, fine, out)
+    return out
+
+
 def tree_emd_projection(
     leaves: list[tuple[int, np.ndarray, np.ndarray]], values: np.ndarray, plan: _Plan
 ) -> np.ndarray:
@@ -292,15 +308,19 @@ def tree_emd_projection(
 def privtree_emd_heatmap(s: np.ndarray, epsilon: float, *, rng: RngLike = None) -> Release:
     """userdp's PrivTree variant for heatmaps: :func:`privtree_heatmap` with 30% of the budget on the
     decomposition, the tree-EMD projection of the leaf counts (:func:`tree_emd_projection`) instead of
-    clipping, and a 1% uniform floor. Same guarantee (``epsilon``-DP, add/remove one user): the changes are
-    post-processing and a budget split. Chosen on the paper-style Foursquare cells
-    (``experiments/heatmaps.py --paper``), where it beats the paper's sparse algorithm on KL and EMD and the
-    appendix-D dense algorithm on KL at every epsilon, and on EMD from epsilon = 0.5 (not at 0.1)."""
-    rel = privtree_heatmap(s, epsilon, rng=rng, tree_fraction=0.3, projection="tree", floor=0.01)
+    clipping, the kept counts shrunk by half a noise scale, each leaf's mass smoothed towards its heavier
+    neighbours (:func:`~userdp.heatmaps.postprocess.smooth_within_parts`) and a 1% uniform floor. Same
+    guarantee (``epsilon``-DP, add/remove one user): the changes are post-processing and a budget split.
+    Chosen on the paper-style Foursquare cells (``experiments/heatmaps.py --paper``), where it beats the
+    paper's sparse algorithm and the appendix-D dense algorithm on KL and EMD from epsilon = 0.5 (at
+    ``epsilon n`` below about 50 a fixed coarse grid does better: :func:`~userdp.heatmaps.auto_heatmap`)."""
+    rel = privtree_heatmap(
+        s, epsilon, rng=rng, tree_fraction=0.3, projection="tree", floor=0.01, shrink=0.5, smooth=True
+    )
     return Release(
         rel.value,
         rel.guarantee,
-        "PrivTree-EMD (PrivTree decomposition, tree-EMD projection, 1% floor)",
+        "PrivTree-EMD (PrivTree decomposition, tree-EMD projection, shrinkage, smoothing inside leaves, 1% floor)",
         rel.params,
         rel.error,
         rel.extras,
@@ -317,6 +337,8 @@ def privtree_heatmap(
     beta: int = _FANOUT,
     projection: str = "clip",
     floor: float = 0.0,
+    shrink: float = 0.0,
+    smooth: bool = False,
 ) -> Release:
     """PrivTree (Zhang, Xiao & Xie, SIGMOD 2016, Algorithm 2) on the grid, then noisy leaf counts.
 
@@ -345,6 +367,13 @@ def privtree_heatmap(
         Post-processing: the share of mass spread uniformly over the grid at the end (0 by default). A small
         floor keeps every cell's estimate positive, which bounds KL-type losses where a noisy tree left no mass,
         at an EMD cost of at most ``floor`` times the grid's diameter.
+    shrink:
+        Post-processing: the kept leaf counts are soft-thresholded by ``shrink`` times the nominal count noise
+        scale ``1 / epsilon_counts`` (0 by default: none); if nothing is left, the unshrunk counts are kept.
+    smooth:
+        Post-processing: spread each leaf's mass towards its heavier neighbours, keeping the leaf's total
+        (:func:`~userdp.heatmaps.postprocess.smooth_within_parts`, widths from a sixteenth of the longer side
+        down to one cell), instead of uniformly over the leaf. ``False`` by default.
 
     Returns
     -------
@@ -426,6 +455,8 @@ def privtree_heatmap(
         raise ParameterError(f"projection must be 'clip' or 'tree', got {projection!r}")
     if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor < 1:
         raise ParameterError(f"floor must be a number in [0, 1), got {floor!r}")
+    if isinstance(shrink, bool) or not isinstance(shrink, int | float) or not 0 <= shrink < math.inf:
+        raise ParameterError(f"shrink must be a non-negative finite number, got {shrink!r}")
     try:
         beta_f = float(beta)
     except (TypeError, ValueError):
@@ -458,9 +489,13 @@ def privtree_heatmap(
         kept_counts = tree_emd_projection(leaves, noisy_counts, plan)
     else:
         kept_counts = np.maximum(noisy_counts, 0.0)
-    out = _normalize(_spread_leaves(leaves, kept_counts, plan, (H, W)))
-    if floor > 0:
-        out = _normalize(out + floor / out.size)
+    if shrink > 0:
+        shrunk = soft_threshold(kept_counts, shrink / eps_counts)
+        kept_counts = shrunk if shrunk.sum() > 0 else kept_counts  # nothing left: keep the unshrunk counts
+    out = _spread_leaves(leaves, kept_counts, plan, (H, W))
+    if smooth:
+        out = smooth_within_parts(out, _leaf_labels(leaves, plan, (H, W)), smoothing_scales(max(H, W) / 16))
+    out = add_floor(out, floor) if floor > 0 else _normalize(out)
     return Release(
         out,
         PureDP(eps, neighbours=Neighbours.ADD_REMOVE_USER),
@@ -478,6 +513,8 @@ def privtree_heatmap(
             "beta": beta_f,
             "projection": projection,
             "floor": float(floor),
+            "shrink": float(shrink),
+            "smooth": bool(smooth),
             "paper_lambda": (2 * beta_f - 1) / ((beta_f - 1) * eps_tree),
             "split_noise_scale": tree_cal.scale,
             "count_noise_scale": count_cal.scale,

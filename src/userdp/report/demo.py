@@ -180,15 +180,15 @@ def _heatmap(fs, src: RandomSource, out: Path, ledger: list) -> dict[str, Any]:
     grid_box, (rows, cols) = releases.grid_of(MIDTOWN, side)  # cells square on the ground
     s = user_grid_sum(fs, (rows, cols), grid_box, drop_outside=True)  # the truth, for the demo only
     truth = gaussian_heatmap(s / s.sum(), sigma)
-    ours = releases.heatmap(fs, MIDTOWN, side, eps, "sparse", drop_outside=True, rng=src)
+    ours = releases.heatmap(fs, MIDTOWN, side, eps, "auto", drop_outside=True, rng=src)  # userdp's default
     base = releases.heatmap(fs, MIDTOWN, side, eps, "laplace", drop_outside=True, rng=src)
-    ledger.append(_entry("DP heatmap: sparse EMD aggregation", ours, FOURSQUARE))
+    ledger.append(_entry("DP heatmap: userdp's default (auto)", ours, FOURSQUARE))
     ledger.append(_entry("DP heatmap: Laplace baseline", base, FOURSQUARE))
     h_ours, h_base = gaussian_heatmap(ours.value, sigma), gaussian_heatmap(base.value, sigma)
     png = render_maps(
         [
             MapPanel(truth, "non-private truth (demo only)", left_out=left_out_label("truth")),
-            MapPanel(h_ours, f"DP sparse EMD aggregation, ε = {eps:g}", left_out=left_out_label("sparse")),
+            MapPanel(h_ours, f"DP heatmap (userdp's default), ε = {eps:g}", left_out=left_out_label("auto")),
             MapPanel(h_base, f"DP Laplace baseline, ε = {eps:g}", left_out=left_out_label("laplace")),
         ],
         out / "heatmap.png",
@@ -205,7 +205,7 @@ def _heatmap(fs, src: RandomSource, out: Path, ledger: list) -> dict[str, Any]:
         "params": {
             "epsilon": eps,
             "resolution": side,
-            "w": 20,
+            "algorithm": f"auto ({ours.params['branch']} branch)",
             "box": "Midtown Manhattan (public)",
             "sigma_cells": sigma,
         },
@@ -214,7 +214,7 @@ def _heatmap(fs, src: RandomSource, out: Path, ledger: list) -> dict[str, Any]:
         f"SIM {m_ours['SIM']:.3f} (baseline {m_base['SIM']:.3f})",
         "metrics": {"ours": m_ours, "laplace_baseline": m_base},
         "image": png.name,
-        "image_alt": "Three maps of Midtown Manhattan: the true check-in heatmap, the DP sparse EMD aggregation and "
+        "image_alt": "Three maps of Midtown Manhattan: the true check-in heatmap, userdp's default DP heatmap and "
         "the DP Laplace baseline, each with its own colourbar; grey cells received no mass.",
     }
 

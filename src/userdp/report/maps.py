@@ -57,6 +57,7 @@ LEFT_OUT = {
     "threshold": "no mass released: below the top {top}% threshold (suppressed) or noisy count <= 0",
     "privtree": "no mass released: its leaf's noisy count <= 0, set to 0",
     "privtree-emd": "no mass released",  # never happens: a 1% uniform floor covers every cell
+    "auto": "no mass released",  # never happens: both branches end with a 1% uniform floor
     "adaptive-grid": "no mass released: its grid cell's estimate <= 0, set to 0",
     "hierarchy": "no mass released: its consistent estimate <= 0, set to 0",
     "truth": "no points in the data",
