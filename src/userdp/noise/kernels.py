@@ -16,6 +16,10 @@ _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 # --------------------------------------------------------------------------------------------
 # numba kernels over a word stream.  st[0] = position, st[1] = "exhausted" flag.
 #
+# The per-item helpers are inlined into the batch kernels (``inline="always"``, at numba's IR level): a call
+# that passes arrays costs reference-count updates, and a sample makes about 20 such calls. Inlining changes
+# no output (same words, same decisions) and made the discrete Laplace kernel about 3.7x faster (issue 17).
+#
 # Batch kernels have the signature ``kernel(words, start, stop, out, *params) -> (i, pos)``: they fill
 # ``out[start:stop]`` and return the first unfinished index ``i`` (``stop`` when all are done) and the
 # position ``pos`` of the first word that item ``i`` read. The driver (:meth:`RandomSource._fill`) then
@@ -24,7 +28,7 @@ _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 # --------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _next(words, st):
     i = st[0]
     if i >= words.size:
@@ -34,7 +38,7 @@ def _next(words, st):
     return words[i]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _below(words, st, n):
     """Uniform integer in [0, n) for 1 <= n <= 2**63 (exact, by masked rejection)."""
     if n <= 1:
@@ -55,13 +59,13 @@ def _below(words, st, n):
             return np.int64(w)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _bern_ratio(words, st, num, den):
     """Exact Bernoulli(num / den) for 0 <= num <= den."""
     return _below(words, st, den) < num
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _bern_exp_le1(words, st, num, den):
     """Exact Bernoulli(exp(-num/den)) for 0 <= num <= den (CKS Algorithm 1)."""
     k = np.int64(1)
@@ -77,7 +81,7 @@ def _bern_exp_le1(words, st, num, den):
     return (k % 2) == 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _bern_exp(words, st, num, den):
     """Exact Bernoulli(exp(-num/den)) for any num >= 0 (CKS Algorithm 1, extended to gamma > 1)."""
     q = num // den
@@ -91,7 +95,7 @@ def _bern_exp(words, st, num, den):
     return _bern_exp_le1(words, st, num - q * den, den)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _bern_exp_half_sq(words, st, r, w):
     """Exact Bernoulli(exp(-r^2 / (2 w^2))) for 0 <= r <= w <= 2**62, without forming r^2: CKS Algorithm 1
     with Bernoulli(gamma / k) = Bernoulli(r/w) AND Bernoulli(r/w) AND Bernoulli(1/(2k))."""
@@ -109,7 +113,7 @@ def _bern_exp_half_sq(words, st, r, w):
     return (k % 2) == 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _bern_dyadic(words, st, M, E):
     """Exact Bernoulli(M / 2**E) for an integer 0 <= M < 2**53 and E >= 53 (the exact value of a float in
     [0, 1)): compare the first E bits of a uniform number with M, 64 bits at a time."""
@@ -140,7 +144,7 @@ def _bern_dyadic(words, st, M, E):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _geometric(words, st, tau):
     """``(U, V)`` with ``U + tau V`` geometric: ``P(G = g) ∝ exp(-g / tau)`` on ``{0, 1, ...}`` (the magnitude
     step of CKS Algorithm 2). ``V`` is returned separately so that callers can check for overflow."""
@@ -158,7 +162,7 @@ def _geometric(words, st, tau):
     return u, v
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dlap(words, st, t):
     """Exact discrete Laplace: P(x) proportional to exp(-|x|/t), integer t >= 1 (CKS Algorithm 2, s=1)."""
     while True:
@@ -176,7 +180,7 @@ def _dlap(words, st, t):
         return x
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dgauss(words, st, S, t, ymax):
     """Exact discrete Gaussian with variance parameter sigma^2 = S (integer <= 2**28), t = isqrt(S)+1
     (CKS Algorithm 3)."""
@@ -193,7 +197,7 @@ def _dgauss(words, st, S, t, ymax):
             return y
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dgauss_sq(words, st, w):
     """Exact discrete Gaussian with variance parameter ``w^2`` (integer ``1 <= w <= 2**56``; CKS Algorithm 3
     with ``t = w``), conditioned on ``|x| <= 32 w``. The acceptance ``exp(-(|y| - w)^2 / (2 w^2))`` is split
@@ -314,7 +318,7 @@ def _searchsorted_rows(cum, rows, u, out):
 # --------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _isqrt(n):
     """floor(sqrt(n)) for 0 <= n < 2**62, exactly."""
     if n <= 0:
@@ -327,7 +331,7 @@ def _isqrt(n):
     return r
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _l2_attempt(words, st, z, d, tau, s_bits, c2, root, A, j_min, M, j_fast, hand):
     """One attempt of the l2 lattice sampler. Returns 1 (accepted, ``z`` filled), 0 (rejected), or 2 (the
     radius index ``j`` exceeds ``j_fast``: ``hand`` holds (sum U, sum V) of its geometric draws and the
