@@ -17,19 +17,12 @@ from userdp.heatmaps import auto_heatmap, dense_emd_agg, dense_emd_heatmap, priv
 from userdp.heatmaps.postprocess import add_floor, smooth_within_parts, smoothing_scales, soft_threshold
 from userdp.privacy.guarantees import Neighbours, PureDP
 
+from .test_published_baselines import _users_sum  # random users' distributions
+
 ALWAYS_DENSE = functools.partial(auto_heatmap, switch=math.inf)
 ALWAYS_TREE = functools.partial(auto_heatmap, switch=0.0)
 MECHANISMS = [auto_heatmap, ALWAYS_DENSE, ALWAYS_TREE, functools.partial(dense_emd_heatmap, coarse_side=1)]
 IDS = ["auto", "auto-dense", "auto-tree", "dense_emd_heatmap"]
-
-
-def _users_sum(shape, n_users, seed):
-    gen = np.random.default_rng(seed)
-    s = np.zeros(shape)
-    for _ in range(n_users):
-        k = int(gen.integers(1, 4))
-        np.add.at(s.reshape(-1), gen.integers(0, shape[0] * shape[1], k), gen.dirichlet(np.ones(k)))
-    return s
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from ..errors import ParameterError
 from ..noise import RngLike, add_laplace, calibrate_laplace, resolve_rng
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
-from .baselines import user_count_estimate
+from .baselines import check_user_count_source, user_count_estimate
 from .hierarchy import _check_epsilon, _check_fraction
 from .quality import _norm as _normalize  # mass 1 (uniform if nothing is left)
 from .sparse import _check_sum_grid
@@ -124,11 +124,7 @@ def adaptive_grid_heatmap(
         raise ParameterError(f"c must be a positive finite number, got {c!r}") from None
     if not (math.isfinite(c) and c > 0):
         raise ParameterError(f"c must be a positive finite number, got {c!r}")
-    public = n_public is not None
-    if public:
-        user_count_estimate(s, 0.0, n_public)  # checked before anything is drawn
-    else:
-        total_fraction = _check_fraction(total_fraction, "total_fraction")
+    public, total_fraction = check_user_count_source(n_public, total_fraction)
     src = resolve_rng(rng)
     H, W = s.shape
     eps_total, eps1, eps2 = _budget_split(eps, alpha, total_fraction, public)

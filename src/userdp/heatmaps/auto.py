@@ -18,8 +18,14 @@ from ..errors import ParameterError
 from ..noise import RngLike, resolve_rng
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
-from .baselines import dense_projected_counts, dense_resolution, spread_blocks, user_count_estimate
-from .hierarchy import _check_epsilon, _check_fraction
+from .baselines import (
+    check_user_count_source,
+    dense_projected_counts,
+    dense_resolution,
+    spread_blocks,
+    user_count_estimate,
+)
+from .hierarchy import _check_epsilon
 from .postprocess import add_floor, smooth_within_parts, soft_threshold
 from .privtree import privtree_emd_heatmap
 from .sparse import _check_sum_grid, padded_levels
@@ -159,11 +165,7 @@ def auto_heatmap(
         raise ParameterError(f"switch must be a non-negative number, got {switch!r}") from None
     if not switch_f >= 0:  # inf allowed: always the grid
         raise ParameterError(f"switch must be a non-negative number, got {switch!r}")
-    public = n_public is not None
-    if public:
-        user_count_estimate(s, 0.0, n_public)  # checked before anything is drawn
-    else:
-        total_fraction = _check_fraction(total_fraction, "total_fraction")
+    public, total_fraction = check_user_count_source(n_public, total_fraction)
     eps_total, eps_map = _budget(eps, total_fraction, public)
     src = resolve_rng(rng)
     n_hat = user_count_estimate(s, eps_total, n_public, src)

@@ -13,6 +13,7 @@ from ..errors import DataError, ParameterError
 from ..noise import RngLike, laplace_mechanism
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
+from .hierarchy import _check_fraction
 from .quality import _norm as _normalize  # mass 1 (uniform if nothing is left)
 from .sparse import _check_grid, padded_levels
 
@@ -151,6 +152,16 @@ def user_count_estimate(
             raise DataError("the public user estimate must be finite and non-negative")
         return n_pub
     return float(laplace_mechanism(np.array([float(np.sum(s))]), 1.0, epsilon_total, rng)[0])
+
+
+def check_user_count_source(n_public: float | None, total_fraction: float) -> tuple[bool, float]:
+    """``(public, total_fraction)`` for a mechanism that sizes itself from the number of users: a public
+    estimate is checked (:func:`user_count_estimate`) or else the share of epsilon for the noisy count must
+    lie strictly between 0 and 1. Checked before anything is drawn."""
+    if n_public is not None:
+        user_count_estimate(None, 0.0, n_public)
+        return True, total_fraction
+    return False, _check_fraction(total_fraction, "total_fraction")
 
 
 def dense_resolution(epsilon: float, n_public: int, side: int) -> int:
