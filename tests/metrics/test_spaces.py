@@ -92,3 +92,51 @@ def test_great_circle_nyc():
         gc.check_points(np.array([[42.0, -74.0]]))
     # one degree of latitude is about 111.2 km
     assert haversine_km(40.0, -74.0, 41.0, -74.0) == pytest.approx(111.19, rel=1e-3)
+
+
+# --------------------------------------------------------------------------------------------
+# Gridding (one compiled pass, issue 17)
+# --------------------------------------------------------------------------------------------
+
+
+def _numpy_cells(points, box, shape):
+    """The vectorized formula the compiled pass replaced: floor((p - low) / width * (rows, cols)), clipped."""
+    p = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    low = np.asarray(box.low)
+    ij = np.floor((p - low) / (np.asarray(box.high) - low) * np.array(shape)).astype(np.int64)
+    np.clip(ij[:, 0], 0, shape[0] - 1, out=ij[:, 0])
+    np.clip(ij[:, 1], 0, shape[1] - 1, out=ij[:, 1])
+    return ij[:, 0] * shape[1] + ij[:, 1]
+
+
+@pytest.mark.parametrize("shape", [(256, 256), (247, 256), (300, 200), (1, 7), (8192, 8192), (3, 5)])
+def test_compiled_gridding_equals_the_numpy_formula_bit_for_bit(shape):
+    from userdp.metrics import grid_cells
+    from userdp.metrics.spaces import grid_cells_inside
+
+    gen = np.random.default_rng(shape[0] * 7 + shape[1])
+    for box in (BoxDomain((40.745, -73.999), (40.770, -73.965)), BoxDomain((-3.3, 7.1), (2.2, 9.9))):
+        lo, hi = np.array(box.low), np.array(box.high)
+        pts = lo + gen.random((20_000, 2)) * (hi - lo)
+        pts[:20], pts[20:40] = lo, hi  # both corners: the top edge falls in the last cell
+        pts[40:60, 0] = np.nextafter(hi[0], -np.inf)
+        cells, inside, all_inside = grid_cells_inside(pts, box, shape)
+        assert all_inside and inside.all()
+        np.testing.assert_array_equal(cells, _numpy_cells(pts, box, shape))
+        np.testing.assert_array_equal(grid_cells(pts, box, shape), cells)
+
+
+def test_compiled_gridding_marks_outside_and_nan_points_and_refuses_them_without_counting():
+    from userdp.metrics import grid_cells
+    from userdp.metrics.spaces import grid_cells_inside
+
+    box = BoxDomain((0.0, 0.0), (1.0, 1.0))
+    pts = np.array([[0.5, 0.5], [np.nan, 0.5], [2.0, 0.5], [1.0, 1.0], [0.5, -1e-12]])
+    cells, inside, all_inside = grid_cells_inside(pts, box, (4, 4))
+    assert not all_inside
+    assert inside.tolist() == [True, False, False, True, False]
+    assert cells[inside].tolist() == [10, 15]
+    with pytest.raises(DataError, match="NaN or inf"):
+        grid_cells(pts, box, (4, 4))
+    with pytest.raises(DataError, match="outside the declared box"):  # how many is never said
+        grid_cells(pts[[0, 2]], box, (4, 4))

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..data import BoxDomain, FiniteDomain, UserDataset, table_of, to_arrow, tokenize
 from ..errors import DataError
-from ..metrics.spaces import grid_cells
+from ..metrics.spaces import grid_cells_inside
 from ..noise import KeyedStreams, keyed_randomize, keyed_sample_indices
 from .base import Columns, Engine, UserSizes, check_grid, edges_of_dataset, sum_by_size, user_means
 
@@ -81,17 +81,17 @@ def grid_rows(ds: UserDataset, shape: int | tuple[int, int], box: BoxDomain | No
         raise DataError("heatmaps need 2-D point items (e.g. lat, lon)")
     box = box or ds.require_box()
     shape = check_grid(box, shape)
-    pts, users = ds.items, ds.user_index()
-    if drop_outside:
-        inside = box.contains(pts)
-        pts, users = pts[inside], users[inside]
-    elif not np.all(box.contains(pts)):
-        raise DataError(
-            "some points lie outside the declared box; pass a larger public box, or drop them with "
-            "drop_outside=True (--drop-outside on the command line)"
-        )
+    cells, inside, all_inside = grid_cells_inside(ds.items, box, shape)  # one compiled pass
+    users = ds.user_index()
+    if not all_inside:
+        if not drop_outside:
+            raise DataError(
+                "some points lie outside the declared box; pass a larger public box, or drop them with "
+                "drop_outside=True (--drop-outside on the command line)"
+            )
+        cells, users = cells[inside], users[inside]
     size = np.bincount(users, minlength=ds.n_users)
-    return grid_cells(pts, box, shape), size[users]
+    return cells, size[users]
 
 
 def grid_sum(

@@ -16,6 +16,7 @@ import math
 from abc import ABC, abstractmethod
 
 import numpy as np
+from numba import njit
 from scipy.sparse.csgraph import shortest_path
 
 from ..data import BoxDomain
@@ -23,6 +24,7 @@ from ..errors import DataError, ParameterError
 
 __all__ = [
     "grid_cells",
+    "grid_cells_inside",
     "MetricSpace",
     "FiniteSpace",
     "PointSpace",
@@ -203,24 +205,56 @@ class ClusteredMetric(FiniteSpace):
         return f"ClusteredMetric(s={self.n_clusters}, t={self.cluster_size}, r={self.r})"
 
 
+@njit(cache=True)
+def _grid_pass(p, low0, low1, high0, high1, w0, w1, rows, cols, cells, inside):
+    """One pass over ``(N, 2)`` points: ``inside[i]`` (in the closed box; NaN is outside) and, for those,
+    the cell code, with numpy's operations in numpy's order so the codes are bit-for-bit
+    ``floor((p - low) / width * (rows, cols))`` clipped to the grid. Returns the number inside."""
+    n_in = 0
+    for i in range(p.shape[0]):
+        x, y = p[i, 0], p[i, 1]
+        if x >= low0 and x <= high0 and y >= low1 and y <= high1:
+            inside[i] = True
+            n_in += 1
+            r = np.int64(np.floor((x - low0) / w0 * rows))
+            c = np.int64(np.floor((y - low1) / w1 * cols))
+            r = min(max(r, 0), rows - 1)
+            c = min(max(c, 0), cols - 1)
+            cells[i] = r * cols + c
+        else:
+            inside[i] = False
+            cells[i] = -1
+    return n_in
+
+
+def grid_cells_inside(
+    points: np.ndarray, box: BoxDomain, shape: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(cells, inside, all_inside)`` of ``(N, 2)`` points on the ``rows x cols`` grid of the public 2-D
+    ``box`` in one compiled pass: ``inside`` marks the points in the closed box (NaN is outside), ``cells``
+    holds their codes as :func:`grid_cells` gives them (``-1`` outside)."""
+    if box.dim != 2:
+        raise DataError("gridding needs a 2-D box")
+    p = np.ascontiguousarray(np.asarray(points, dtype=np.float64).reshape(-1, 2))
+    (l0, l1), (h0, h1) = (float(v) for v in box.low), (float(v) for v in box.high)
+    cells = np.empty(p.shape[0], dtype=np.int64)
+    inside = np.empty(p.shape[0], dtype=np.bool_)
+    n_in = _grid_pass(p, l0, l1, h0, h1, h0 - l0, h1 - l1, np.int64(shape[0]), np.int64(shape[1]), cells, inside)
+    return cells, inside, n_in == p.shape[0]
+
+
 def grid_cells(points: np.ndarray, box: BoxDomain, shape: tuple[int, int]) -> np.ndarray:
     """Cell codes ``row * cols + col`` of ``(N, 2)`` points inside the public 2-D ``box`` on a
     ``rows x cols`` grid: the first coordinate indexes rows, the second columns; cell
     ``[low + i w/rows, low + (i+1) w/rows)`` along the first axis (likewise the second), the top edge in the
-    last cell."""
-    if box.dim != 2:
-        raise DataError("gridding needs a 2-D box")
-    p = np.asarray(points, dtype=np.float64).reshape(-1, 2)
-    if not np.all(np.isfinite(p)):
-        raise DataError("points contain NaN or inf")
-    box.check(p)
-    rows, cols = int(shape[0]), int(shape[1])
-    low = np.asarray(box.low)
-    width = np.asarray(box.high) - low
-    ij = np.floor((p - low) / width * np.array([rows, cols])).astype(np.int64)
-    np.clip(ij[:, 0], 0, rows - 1, out=ij[:, 0])
-    np.clip(ij[:, 1], 0, cols - 1, out=ij[:, 1])
-    return ij[:, 0] * cols + ij[:, 1]
+    last cell. A point outside the box (or not finite) is an error; how many is not reported."""
+    cells, _, all_inside = grid_cells_inside(points, box, shape)
+    if not all_inside:
+        p = np.asarray(points, dtype=np.float64)
+        if not np.all(np.isfinite(p)):
+            raise DataError("points contain NaN or inf")
+        box.check(p)
+    return cells
 
 
 class GridL1(FiniteSpace):
