@@ -92,7 +92,7 @@ def dense_emd_heatmap(
     kept = soft_threshold(proj, shrink / eps) if shrink > 0 else proj
     if not kept.sum() > 0:
         kept = proj  # nothing above the threshold: keep the projection (post-processing either way)
-    # (shrink / eps is half the nominal scale 1/eps; the lattice calibration's scale is at most 2^-40 above it)
+    # (the threshold is in units of the nominal noise scale 1/eps, not of the lattice calibration's scale)
     fine = spread_blocks(kept, span, (H, W))
     if smooth and span > 1:
         rows, cols = np.arange(H) // span, np.arange(W) // span
