@@ -364,6 +364,31 @@ def _max_flow(N, valid, ex, fh, fv, g, pi, A, has_bank, off, lab, bfs, ring, inq
                     _bank_rebuild(g, lab, glist, gin, gn, hkey, hnode, hsz)
 
 
+@njit(cache=True, inline="always")
+def _bucket_lower(v, nd, dist, visited, nvis, head, nxt, prv, cnt):
+    """Dial's bucket queue (4 circular buckets, doubly linked): give node ``v`` the smaller label ``nd``,
+    unlinking it from its old bucket or recording it as visited. Returns the new ``(nvis, cnt)``."""
+    if dist[v] == _INF:
+        visited[nvis] = v
+        nvis += 1
+    else:
+        if prv[v] >= 0:
+            nxt[prv[v]] = nxt[v]
+        else:
+            head[dist[v] & 3] = nxt[v]
+        if nxt[v] >= 0:
+            prv[nxt[v]] = prv[v]
+        cnt -= 1
+    dist[v] = nd
+    h = head[nd & 3]
+    nxt[v] = h
+    prv[v] = -1
+    if h >= 0:
+        prv[h] = v
+    head[nd & 3] = v
+    return nvis, cnt + 1
+
+
 @njit(cache=True)
 def _raise_potentials(N, valid, ex, fh, fv, g, pi, A, has_bank, off, dist, head, nxt, prv, done, visited, stamp,
                       glist, gn):
@@ -408,25 +433,7 @@ def _raise_potentials(N, valid, ex, fh, fv, g, pi, A, has_bank, off, dist, head,
                     if nd != b:
                         raise RuntimeError("grid flow: complementary slackness lost on a bank arc")
                     if nd < dist[v]:
-                        if dist[v] == _INF:
-                            visited[nvis] = v
-                            nvis += 1
-                        else:
-                            if prv[v] >= 0:
-                                nxt[prv[v]] = nxt[v]
-                            else:
-                                head[dist[v] & 3] = nxt[v]
-                            if nxt[v] >= 0:
-                                prv[nxt[v]] = prv[v]
-                            cnt -= 1
-                        dist[v] = nd
-                        h = head[nd & 3]
-                        nxt[v] = h
-                        prv[v] = -1
-                        if h >= 0:
-                            prv[h] = v
-                        head[nd & 3] = v
-                        cnt += 1
+                        nvis, cnt = _bucket_lower(v, nd, dist, visited, nvis, head, nxt, prv, cnt)
             continue
         if cnt == 0:
             if has_bank and not bank_done and dist[B] < _INF:
@@ -456,25 +463,7 @@ def _raise_potentials(N, valid, ex, fh, fv, g, pi, A, has_bank, off, dist, head,
                 raise RuntimeError("grid flow: dual feasibility lost on a grid arc")
             nd = b + rc
             if nd < dist[v]:
-                if dist[v] == _INF:
-                    visited[nvis] = v
-                    nvis += 1
-                else:
-                    if prv[v] >= 0:
-                        nxt[prv[v]] = nxt[v]
-                    else:
-                        head[dist[v] & 3] = nxt[v]
-                    if nxt[v] >= 0:
-                        prv[nxt[v]] = prv[v]
-                    cnt -= 1
-                dist[v] = nd
-                h = head[nd & 3]
-                nxt[v] = h
-                prv[v] = -1
-                if h >= 0:
-                    prv[h] = v
-                head[nd & 3] = v
-                cnt += 1
+                nvis, cnt = _bucket_lower(v, nd, dist, visited, nvis, head, nxt, prv, cnt)
         if has_bank and not bank_done:
             rc = A - (pi[B] - pi[u])
             if rc < 0:
