@@ -17,7 +17,7 @@ SRC = Path(userdp.__file__).resolve().parent
 # bottom to top; a module may import from its own layer or below
 LAYERS = [
     {"errors", "noise", "privacy"},
-    {"data", "metrics", "datasets"},
+    {"data", "text", "metrics", "datasets"},
     {"engines"},
     {"dem", "distinct", "heatmaps"},
     {"releases", "audit"},

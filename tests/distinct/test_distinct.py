@@ -24,7 +24,7 @@ from userdp.distinct import (
     laplace_lower_bound,
     person_element_graph,
 )
-from userdp.distinct.counting import PersonElementGraph
+from userdp.distinct.counting import PersonElementGraph, _dc_all
 from userdp.errors import DataError, ParameterError
 
 
@@ -45,6 +45,25 @@ def scipy_dc(sets: list[set[int]], k: int, l: int) -> int:
         rows.append(1 + n + e), cols.append(T), caps.append(1)
     G = sp.csr_matrix((np.array(caps, dtype=np.int32), (rows, cols)), shape=(T + 1, T + 1))
     return int(maximum_flow(G, S, T).flow_value)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_matching_searches_from_both_sides_and_equals_maxflow(seed):
+    """A skewed graph like a vocabulary (Zipf element popularity, varied person sizes): the exact count
+    searches from the persons while l is small and from the free elements once l is large (both kinds of
+    phase run), and every DC(D; l) equals SciPy's max flow."""
+    rng = np.random.default_rng(seed)
+    k = 1500
+    pop = 1.0 / np.arange(1, k + 1) ** 1.1
+    pop /= pop.sum()
+    sets = [set(rng.choice(k, size=int(rng.integers(5, 200)), p=pop).tolist()) for _ in range(120)]
+    g = _graph(sets, k)
+    lmax = 40
+    out, phases = _dc_all(g.offsets, g.adj.astype(np.int32), g.n_elements, lmax)
+    assert out.tolist() == dc_matching(g, lmax).tolist()
+    assert phases[0] > 0 and phases[1] > 0
+    for l in (1, 2, 3, 5, 8, 13, 21, 34, 40):
+        assert out[l - 1] == scipy_dc(sets, k, l)
 
 
 def _random_sets(rng, n, k, p):

@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 from numba import njit
-from scipy.stats import binom
 
 from ..data import FiniteDomain, UserDataset
 from ..errors import DataError, ParameterError
@@ -182,6 +181,8 @@ def rr_composition_delta(epsilon0: float, m: int, epsilon: float) -> float:
     # unimodal): bound their sum by j_lo * pmf(j_lo) and add it, so delta is never underestimated
     j_lo = max(0, min(j_max, math.floor(m * p - 40 * math.sqrt(m * p * (1 - p) + 1))))
     j = np.arange(j_lo, j_max + 1)
+    from scipy.stats import binom  # imported on use (0.4 s)
+
     logP = binom.logpmf(j, m, p)
     loss = epsilon0 * (m - 2 * j)
     terms = np.exp(logP) * -np.expm1(np.minimum(epsilon - loss, 0.0))

@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ..data import BoxDomain, FiniteDomain, UserDataset, table_of, to_arrow, tokenize
+from ..data import BoxDomain, FiniteDomain, UserDataset, table_of, to_arrow
 from ..errors import DataError
 from ..metrics.spaces import grid_cells_inside
 from ..noise import KeyedStreams, keyed_randomize, keyed_sample_indices
+from ..text import encode_strings, tokenize_column
 from .base import Columns, Engine, UserSizes, check_grid, edges_of_dataset, sum_by_size, user_means
 
 __all__ = [
@@ -47,17 +48,16 @@ def load_table(table: Any, columns: Columns, domain: FiniteDomain | BoxDomain | 
         users, texts = t.column(columns.user), col
         if users.null_count or texts.null_count:
             raise DataError("the user and item columns must not have missing values")
-        words: list[str] = []
-        counts = np.empty(t.num_rows, dtype=np.int64)
-        for i, text in enumerate(texts.to_pylist()):
-            toks = tokenize(text)
-            counts[i] = len(toks)
-            words.extend(toks)
-        # every row's user key once per word of the row (a repeat of the row keys, not a Python list)
-        u = np.repeat(users.to_numpy(zero_copy_only=False), counts)
-        items = np.empty(len(words), dtype=object)
-        items[:] = words
-        return UserDataset.from_arrays(u, items, domain=domain)
+        counts, words = tokenize_column(texts)  # the words of tokenize(), row by row, in one compiled pass
+        if domain is None:
+            labels, codes = encode_strings(words)
+            domain = FiniteDomain(labels, public=False)
+        elif isinstance(domain, FiniteDomain):
+            distinct, codes = encode_strings(words)
+            codes = domain.encode(distinct)[codes] if distinct.size else codes
+        else:
+            raise DataError("--tokenize makes the items words; a point box does not apply")
+        return UserDataset.from_rows(users.to_numpy(zero_copy_only=False), counts, codes, domain)
     if columns.item is not None:
         return UserDataset.from_table(t, user=columns.user, item=columns.item, domain=domain)
     return UserDataset.from_table(t, user=columns.user, items=list(columns.points), domain=domain)

@@ -53,7 +53,7 @@ class SparkTable:
 
 def _codes(domain: FiniteDomain | None, values) -> np.ndarray:
     """Item codes of ``values`` in the public domain (-1 for a value outside it); on the executors."""
-    index = domain._index  # noqa: SLF001 - the domain's own label -> code map
+    index = domain._lookup()  # noqa: SLF001 - the domain's own label -> code map
     return np.fromiter(
         (index.get(v.item() if hasattr(v, "item") else v, -1) for v in values), dtype=np.int64, count=len(values)
     )

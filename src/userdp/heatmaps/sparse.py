@@ -37,7 +37,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from ..errors import DataError, ParameterError
 from ..noise import RngLike, add_laplace, calibrate_laplace, resolve_rng
@@ -238,6 +237,8 @@ def reconstruct(levels: SparseLevels) -> np.ndarray:
     A_ub = sp.vstack([sp.hstack([A, -I]), sp.hstack([-A, -I])]).tocsr()
     b_ub = np.concatenate([y, -y])
     c_obj = np.concatenate([lin_cost, np.ones(nr)])
+    from scipy.optimize import linprog  # imported on use: scipy.optimize costs 0.15 s to import
+
     res = linprog(c_obj, A_ub=A_ub, b_ub=b_ub, bounds=(0, None), method="highs")
     if res.status != 0:  # pragma: no cover - the LP is always feasible and bounded
         raise RuntimeError(f"reconstruction LP failed: {res.message}")

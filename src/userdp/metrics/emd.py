@@ -33,10 +33,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
-import ot
 import scipy.sparse as sp
-from scipy.optimize import linear_sum_assignment
-from scipy.stats import wasserstein_distance
 
 from ..errors import DataError
 from .spaces import ClusteredMetric, FiniteSpace, GridL1, LineMetric, MetricSpace, PointSpace
@@ -111,6 +108,8 @@ def emd(p, q, space: MetricSpace, p_weights=None, q_weights=None) -> float:
         if np.any(a < 0) or np.any(b < 0):
             raise DataError("weights must be non-negative")
         if isinstance(space, LineMetric) and _balanced(a.sum(), b.sum()):
+            from scipy.stats import wasserstein_distance  # imported on use: scipy.stats costs 0.4 s to import
+
             return float(wasserstein_distance(x[:, 0], y[:, 0], a, b * (a.sum() / b.sum())) * a.sum() / space.scale)
         return _pot(a, b, space.cost_matrix(x, y))
     raise TypeError(f"unsupported space {space!r}")
@@ -134,6 +133,8 @@ def emd_assignment(K, K_prime, space: MetricSpace) -> tuple[float, np.ndarray]:
     if K.shape[0] == 0:
         raise DataError("cannot compare empty multisets")
     C = space.cost_matrix(K, Kp)
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(C)
     perm = np.empty(K.shape[0], dtype=np.int64)
     perm[rows] = cols
@@ -230,6 +231,8 @@ def _pot(a: np.ndarray, b: np.ndarray, C: np.ndarray) -> float:
         b = np.concatenate([b, [ma]])
         C = np.block([[C, np.ones((C.shape[0], 1))], [np.ones((1, C.shape[1])), np.zeros((1, 1))]])
     C = np.ascontiguousarray(C, dtype=np.float64)
+    import ot  # imported on use: POT costs a second to import, and most commands never call it
+
     val, log = ot.emd2(a, b, C, numItermax=10_000_000, log=True)
     if log.get("warning"):
         raise RuntimeError(f"POT did not reach an optimal transport plan: {log['warning']}")
