@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from userdp.data import UserDataset
-from userdp.text import encode_strings, tokenize, tokenize_column
+from userdp.text import encode_strings, tokenize, tokenize_codes, tokenize_column
 
 
 def _reference(texts: list[str]) -> tuple[list[int], list[str]]:
@@ -31,11 +31,40 @@ def test_every_ascii_byte_and_separator() -> None:
     _check([chars, chars * 3, "Hello_World 42x--y__z", "", " ", "ALLCAPS", "a", "_", "tail word"])
 
 
-def test_every_code_point_below_u3000_in_context() -> None:
-    # each code point inside a word, alone, and next to ASCII: the non-ASCII rows take Python's own path
-    texts = [f"ab{chr(c)}CD {chr(c)} X{chr(c)}" for c in range(0x80, 0x3000) if not 0xD800 <= c < 0xE000]
-    texts += ["ΣΑΣ ΌΣΟΣ", "İstanbul KELVIN \u212a", "ﬁne straße", "naïve café résumé"]
+def test_every_code_point_of_the_basic_plane_in_context() -> None:
+    # each code point inside a word, alone, and next to ASCII; the rows the tables cannot split (capital
+    # sigma, dotted capital I, code points from U+10000) go to Python and are mixed in between
+    texts = [f"ab{chr(c)}CD {chr(c)} X{chr(c)}" for c in range(0x80, 0x10000) if not 0xD800 <= c < 0xE000]
+    texts += ["ΣΑΣ ΌΣΟΣ", "İstanbul KELVIN \u212a", "ﬁne straße", "naïve café résumé", "emoji 😀x 𝔘nicode"]
+    texts += [f"word{c} {chr(c)}" for c in (0x10000, 0x1D518, 0x1F600, 0x10FFFF)]
     _check(texts)
+
+
+def test_codes_index_the_sorted_vocabulary() -> None:
+    texts = ["The cat, the CAT", "", "Ωmega ωMEGA straße", "Σίσυφος ΣΊΣΥΦΟΣ", "z_1 Z_1"]
+    counts, codes, vocab = tokenize_codes(pa.array(texts))
+    ref_counts, ref_words = _reference(texts)
+    ref_vocab, ref_codes = np.unique(np.array(ref_words, dtype=object), return_inverse=True)
+    assert counts.tolist() == ref_counts
+    assert vocab.tolist() == ref_vocab.tolist() and vocab.dtype == object
+    assert codes.tolist() == ref_codes.reshape(-1).tolist()
+
+
+def test_tables_grow_with_many_distinct_words_and_long_rows() -> None:
+    # 200,000 distinct words (the table starts with room for 32,768) and 3 MB of vocabulary (it starts at
+    # 1 MB), in rows of very different lengths
+    rng = np.random.default_rng(1)
+    words = [f"w{i:06d}{'x' * int(rng.integers(0, 12))}" for i in range(200_000)]
+    order = rng.permutation(len(words))
+    cuts = np.sort(rng.choice(len(words), 300, replace=False))
+    texts = [" ".join(words[j] for j in part) for part in np.split(order, cuts)]
+    texts.append(" ".join(words[:50_000]).upper())  # one long row of words seen before
+    counts, codes, vocab = tokenize_codes(pa.array(texts))
+    ref_counts, ref_words = _reference(texts)
+    ref_vocab, ref_codes = np.unique(np.array(ref_words, dtype=object), return_inverse=True)
+    assert counts.tolist() == ref_counts
+    assert vocab.tolist() == ref_vocab.tolist()
+    assert np.array_equal(codes, ref_codes.reshape(-1))
 
 
 def test_random_mixture_chunked_and_sliced() -> None:

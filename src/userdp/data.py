@@ -27,17 +27,19 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import scipy.sparse as sp
 from numba import njit
 
 from .errors import DataError
 from .noise import RngLike, resolve_rng
 from .text import encode_strings, tokenize
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
     "FiniteDomain",
@@ -71,6 +73,18 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return uniq, codes
     uniq, inverse = np.unique(arr, return_inverse=True)
     return uniq, inverse.reshape(-1).astype(np.int64, copy=False)
+
+
+def sorted_text(labels: np.ndarray) -> bool:
+    """Whether ``labels`` is an object array of Python strings in strictly increasing order."""
+    if labels.dtype != object or labels.size < 2:
+        return False
+    try:
+        if not pa.types.is_string(pa.array(labels, from_pandas=False).type):
+            return False
+    except (pa.ArrowException, TypeError, ValueError):
+        return False
+    return bool(np.all(labels[:-1] < labels[1:]))
 
 
 def group_by_user(users: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -531,21 +545,27 @@ class UserDataset:
 
     @classmethod
     def from_rows(
-        cls, row_users: Sequence[Any] | np.ndarray, row_counts: np.ndarray, codes: np.ndarray, domain: FiniteDomain
+        cls,
+        row_users: Sequence[Any] | np.ndarray,
+        row_counts: np.ndarray,
+        codes: np.ndarray,
+        domain: FiniteDomain,
+        keep_empty: bool = False,
     ) -> UserDataset:
         """Build from rows that each hold several items: row ``r`` belongs to ``row_users[r]`` and holds the
         next ``row_counts[r]`` of ``codes`` (codes in ``domain``), e.g. the words of one text per row.
 
         Equal to :meth:`from_arrays` of one record per item (``np.repeat(row_users, row_counts)`` and
         ``domain.labels[codes]``), without a key per item: the rows are grouped by user (stably) and their
-        runs of codes copied in that order in one compiled pass."""
+        runs of codes copied in that order in one compiled pass. With ``keep_empty`` a user whose rows hold
+        no item is kept, with no items (it contributes nothing to a release)."""
         users = _user_keys(row_users)
         row_counts = np.asarray(row_counts, dtype=np.int64)
         codes = np.ascontiguousarray(codes, dtype=np.int64)
         if row_counts.shape != users.shape or np.any(row_counts < 0) or int(row_counts.sum()) != codes.size:
             raise DataError("one non-negative item count per row, adding up to the number of codes, is needed")
         starts = np.concatenate([[0], np.cumsum(row_counts)[:-1]]).astype(np.int64)
-        keep = np.flatnonzero(row_counts > 0)  # a row with no item holds nothing (as no record would)
+        keep = np.arange(users.size) if keep_empty else np.flatnonzero(row_counts > 0)  # (as no record would)
         offsets, row_order, keys = group_by_user(users[keep])
         rows = keep[row_order]
         per_user = np.add.reduceat(row_counts[rows], offsets[:-1]) if rows.size else np.zeros(0, np.int64)
@@ -747,6 +767,8 @@ class UserDataset:
             w = np.repeat(1.0 / np.maximum(c, 1), c)
         else:
             w = np.ones(self.n_items)
+        import scipy.sparse as sp  # imported on use: scipy.sparse costs 0.25 s to import
+
         m = sp.csr_matrix((w, (self.user_index(), self.items)), shape=(self.n_users, k))
         m.sum_duplicates()
         return m

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ..data import FiniteDomain, UserDataset
+from ..data import FiniteDomain, UserDataset, sorted_text
 from ..errors import DataError, ParameterError
 from ..noise import RngLike, resolve_rng
 
@@ -73,6 +73,9 @@ def person_element_graph(ds: UserDataset) -> PersonElementGraph:
     if not isinstance(ds.domain, FiniteDomain):
         raise DataError("distinct counting needs items that are ids (a finite domain)")
     labels = ds.domain.labels
+    if sorted_text(labels):  # codes are already ranks (a vocabulary read off text)
+        d = ds.dedupe()
+        return PersonElementGraph(d.offsets, np.ascontiguousarray(d.items), labels.size)
     try:
         rank = np.empty(labels.size, dtype=np.int64)
         rank[np.argsort(labels.astype(str) if labels.dtype.kind == "O" else labels, kind="stable")] = np.arange(

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..data import BoxDomain, FiniteDomain, UserDataset, group_by_user, unique_inverse
+from ..data import BoxDomain, FiniteDomain, UserDataset, group_by_user, sorted_text, unique_inverse
 from ..errors import DataError, ParameterError
 from ..noise import KeyedStreams
 
@@ -321,6 +321,8 @@ def edges_from_pairs(users: np.ndarray, labels: np.ndarray) -> UserDataset:
 def _text_coded(codes: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, FiniteDomain]:
     """Codes of ``labels[codes]`` renumbered into the sorted order of the labels as strings, and that (non-public)
     domain; two labels that print alike (1 and "1") become one element."""
+    if sorted_text(labels):  # already so (a vocabulary read off text): nothing to renumber
+        return np.asarray(codes, dtype=np.int64), FiniteDomain(labels, public=False)
     text = np.array([str(x) for x in labels], dtype=object)
     names, rank = unique_inverse(text)
     codes = np.asarray(codes, dtype=np.int64)
@@ -347,11 +349,13 @@ def edges_of_dataset(data: UserDataset) -> UserDataset:
     except TypeError:
         grouped = False
     used = np.bincount(data.items, minlength=len(data.domain)) > 0
-    renumber = np.cumsum(used) - 1
-    codes = renumber[data.items]
+    if used.all():  # (a domain read off the data): the codes stay as they are
+        codes, labels = data.items, data.domain.labels
+    else:
+        codes, labels = (np.cumsum(used) - 1)[data.items], data.domain.labels[used]
     if not grouped:
-        return edges_from_codes(np.repeat(keys, counts), codes, data.domain.labels[used])
-    items, domain = _text_coded(codes, data.domain.labels[used])
+        return edges_from_codes(np.repeat(keys, counts), codes, labels)
+    items, domain = _text_coded(codes, labels)
     keep = counts > 0
     offsets = np.concatenate([[0], np.cumsum(counts[keep])]).astype(np.int64)
     return UserDataset(offsets, items, keys[keep], domain).dedupe()

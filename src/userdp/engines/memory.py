@@ -15,7 +15,7 @@ from ..data import BoxDomain, FiniteDomain, UserDataset, table_of, to_arrow
 from ..errors import DataError
 from ..metrics.spaces import grid_cells_inside
 from ..noise import KeyedStreams, keyed_randomize, keyed_sample_indices
-from ..text import encode_strings, tokenize_column
+from ..text import tokenize_codes
 from .base import Columns, Engine, UserSizes, check_grid, edges_of_dataset, sum_by_size, user_means
 
 __all__ = [
@@ -48,13 +48,11 @@ def load_table(table: Any, columns: Columns, domain: FiniteDomain | BoxDomain | 
         users, texts = t.column(columns.user), col
         if users.null_count or texts.null_count:
             raise DataError("the user and item columns must not have missing values")
-        counts, words = tokenize_column(texts)  # the words of tokenize(), row by row, in one compiled pass
+        counts, codes, vocabulary = tokenize_codes(texts)  # tokenize() on every row, in one compiled pass
         if domain is None:
-            labels, codes = encode_strings(words)
-            domain = FiniteDomain(labels, public=False)
+            domain = FiniteDomain(vocabulary, public=False)
         elif isinstance(domain, FiniteDomain):
-            distinct, codes = encode_strings(words)
-            codes = domain.encode(distinct)[codes] if distinct.size else codes
+            codes = domain.encode(vocabulary)[codes] if vocabulary.size else codes
         else:
             raise DataError("--tokenize makes the items words; a point box does not apply")
         return UserDataset.from_rows(users.to_numpy(zero_copy_only=False), counts, codes, domain)

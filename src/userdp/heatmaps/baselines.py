@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import DataError, ParameterError
 from ..noise import RngLike, laplace_mechanism
@@ -70,6 +69,8 @@ def emd_projection_nonnegative(x: np.ndarray) -> np.ndarray:
         [np.arange(E), np.arange(E), E + np.arange(n), E + n + np.arange(n), E + 2 * n + np.arange(n)]
     )
     vals = np.concatenate([np.ones(E), -np.ones(E), np.ones(n), -np.ones(n), -np.ones(n)])
+    import scipy.sparse as sp  # imported on use (0.25 s)
+
     A = sp.csr_matrix((vals, (rows, cols)), shape=(n, E + 3 * n))
     step = 1.0 / max(H, W)
     cost = np.concatenate([np.full(E, step), np.full(2 * n, (H + W) * step), np.zeros(n)])

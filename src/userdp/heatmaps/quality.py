@@ -5,7 +5,6 @@ mechanism: see :mod:`userdp.report.maps`."""
 from __future__ import annotations
 
 import numpy as np
-from scipy.ndimage import gaussian_filter
 
 from ..metrics.emd import grid_emd
 
@@ -34,6 +33,8 @@ def gaussian_heatmap(p: np.ndarray, sigma: float, truncate: float | None = None)
     if sigma <= 0:
         return p.copy()
     if truncate is not None:
+        from scipy.ndimage import gaussian_filter  # imported on use (0.1 s)
+
         Z = gaussian_filter(np.ones_like(p), sigma, mode="constant", truncate=truncate)
         return gaussian_filter(p / Z, sigma, mode="constant", truncate=truncate)
     Gr, Gc = _kernel_matrix(p.shape[0], sigma), _kernel_matrix(p.shape[1], sigma)

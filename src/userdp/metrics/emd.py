@@ -33,7 +33,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import DataError
 from .spaces import ClusteredMetric, FiniteSpace, GridL1, LineMetric, MetricSpace, PointSpace
@@ -47,7 +46,7 @@ _PIVOT_RULE = "candidate_list"
 
 
 def _dense(h) -> np.ndarray:
-    if sp.issparse(h):
+    if hasattr(h, "toarray"):  # a SciPy sparse matrix or array
         h = h.toarray()
     try:
         a = np.asarray(h, dtype=np.float64).reshape(-1)

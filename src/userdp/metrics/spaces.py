@@ -17,7 +17,6 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 from numba import njit
-from scipy.sparse.csgraph import shortest_path
 
 from ..data import BoxDomain
 from ..errors import DataError, ParameterError
@@ -151,6 +150,8 @@ class FiniteMetric(FiniteSpace):
         if np.any(off <= 0):
             raise ParameterError("distinct items must be at positive distance (use a pseudo-metric carefully)")
         # Triangle inequality: the matrix is a metric iff it equals its own shortest-path closure.
+        from scipy.sparse.csgraph import shortest_path  # imported on use (0.25 s)
+
         closure = shortest_path(D, method="FW", directed=False)
         if np.any(D > closure + tol):
             raise ParameterError("distance matrix violates the triangle inequality")

@@ -7,7 +7,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 from ..errors import DataError, ParameterError
 from .samplers import _GAUSS_SQ_MAX, discrete_gaussian, discrete_laplace
@@ -145,6 +144,8 @@ def gaussian_delta(sigma: float, l2_sensitivity: float, epsilon: float) -> float
         return 0.0
     a = D / (2 * s) - e * s / D
     b = -D / (2 * s) - e * s / D
+    from scipy import special  # imported on use (0.15 s)
+
     la = special.log_ndtr(a)
     lb = e + special.log_ndtr(b)
     if lb >= la:
