@@ -88,6 +88,21 @@ def test_edges_equal_memory(engine, records):
     assert str(len(users)) not in str(err.value)  # the message names no count read off the data
 
 
+def test_tokenized_edges_equal_memory(engine):
+    """Text split into words on the executors gives the in-memory engine's person-word graph, also for
+    non-ASCII text and rows that Python itself splits (capital sigma, emoji)."""
+    import pyarrow as pa
+
+    texts = ["The cat, the CAT", "naïve café", "ΣΊΣΥΦΟΣ και σίσυφος", "emoji 😀 ok", "", "İstanbul x_1"] * 5
+    users = [f"u{i % 7}" for i in range(len(texts))]
+    table = pa.table({"user": users, "text": texts})
+    cols = Columns("user", "text", tokenize=True)
+    g_mem = person_element_graph(MemoryEngine().edges(MemoryEngine().load(table, cols)))
+    df = engine.spark.createDataFrame(table.to_pandas())
+    g_spark = person_element_graph(engine.edges(engine.load(df, cols)))
+    assert np.array_equal(g_spark.offsets, g_mem.offsets) and np.array_equal(g_spark.adj, g_mem.adj)
+
+
 def _rows(data) -> list:
     """Sorted (user, item...) rows of a Spark table or a dataset."""
     if isinstance(data, UserDataset):

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..data import BoxDomain, FiniteDomain, UserDataset, to_arrow, tokenize
+from ..data import BoxDomain, FiniteDomain, UserDataset, to_arrow
 from ..errors import DataError, UserDPError
 from ..noise import KeyedStreams
+from ..text import tokenize_column
 from .base import Columns, Engine, UserSizes, check_grid, count_table, decode_keys, edges_from_pairs, sum_by_size
 from .memory import grid_rows, histogram_rows, load_table, per_user_mean, randomize_keyed, sample_keyed
 
@@ -145,8 +146,10 @@ class SparkEngine(Engine):
 
     @staticmethod
     def _tokenized(df: DataFrame, columns: Columns) -> DataFrame:
-        """One row per (user, word), with :func:`userdp.data.tokenize` on the executors."""
+        """One row per (user, word), with :func:`userdp.text.tokenize_column` (the words of
+        :func:`userdp.data.tokenize`) on the executors."""
         import pandas as pd
+        import pyarrow as pa
         from pyspark.sql.types import StringType, StructField, StructType
 
         user, item = columns.user, columns.item
@@ -154,12 +157,10 @@ class SparkEngine(Engine):
 
         def split(batches):
             for pdf in batches:
-                u, w = [], []
-                for key, text in zip(pdf[user].tolist(), pdf[item].tolist(), strict=True):
-                    toks = tokenize(text)
-                    u.extend([key] * len(toks))
-                    w.extend(toks)
-                yield pd.DataFrame({user: pd.Series(u, dtype=pdf[user].dtype), item: w})
+                texts = pa.array(pdf[item], type=pa.large_string(), from_pandas=True)  # (nulls refused above)
+                counts, words = tokenize_column(texts)  # tokenize() on every row, compiled
+                keys = np.repeat(pdf[user].to_numpy(), counts)
+                yield pd.DataFrame({user: pd.Series(keys, dtype=pdf[user].dtype), item: words.to_pandas()})
 
         return df.mapInPandas(split, schema)
 
