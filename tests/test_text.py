@@ -79,6 +79,11 @@ def test_random_mixture_chunked_and_sliced() -> None:
     _check(texts, pa.array(texts, type=pa.large_string()))
 
 
+def test_rows_of_one_letter_words() -> None:
+    # the most words per byte: one-letter rows and rows of one-letter words (the output is sized for them)
+    _check(["a"] * 5000 + ["b c d e"] * 100 + ["é"] * 300 + ["Σ"] * 10)
+
+
 def test_no_rows_and_no_words() -> None:
     counts, words = tokenize_column(pa.array([], type=pa.string()))
     assert counts.size == 0 and len(words) == 0

@@ -287,7 +287,8 @@ def tokenize_codes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.nd
             other_counts[r] = len(words)
             other_words.extend(words)
     other_data, other_offs = _string_buffers(pa.array(other_words, type=pa.large_string()))
-    max_words = (int(offs[-1] - offs[0]) + 1) // 2 + len(other_words) + 1  # a word and a separator per 2 bytes
+    # a row of b bytes holds at most ceil(b / 2) words (each word a byte, and a separator between two)
+    max_words = (int(offs[-1] - offs[0]) + n) // 2 + len(other_words) + 1
     codes, counts, vocab, v_off = _scan(data, offs, table_ok, lower, word, other_data, other_offs, other_counts,
                                         max_words)  # fmt: skip
     wide = vocab.size >= 2**31 - 1
