@@ -7,28 +7,44 @@ most 8 GB peak memory, and the greedy (``dc_greedy``, Algorithm 2) in at most 5 
 The graph (generated with NumPy, seeded; its generation is timed but is not part of the target):
 
 * persons = pairs / 10; each person gets a target degree from a discrete power law (a bounded Pareto density
-  ``x^-a`` on [0.5, U + 0.5], rounded) whose exponent ``a`` is solved so that the mean degree is
-  pairs / persons = 10 (``a`` is about 1.95, i.e. Zipf person degrees); degrees are capped at U;
-* elements: the universe has U = persons elements by default (``--universe``); element draws follow Zipf with
+  ``x^-a`` on [0.5, U + 0.5], rounded) whose exponent ``a`` is solved so that the mean target degree is
+  pairs / persons = 10 (``a`` is 1.91-1.98 as U goes from 10^5 to 10^7: Zipf person degrees), capped at U;
+* elements: the universe has U = persons elements by default (``--universe``); draws follow Zipf with
   exponent 1.1 over the popularity ranks 1..U (the same bounded-Pareto rounding), and ranks are mapped to
-  element ids by a fixed affine bijection mod U, so that the element order (which the greedy and the per-person
-  sorted lists use) is unrelated to popularity, as with the labels of real data. U grows with the pairs, so
-  every size has the same shape; at 10^8 pairs about 6 million of the 10^7 elements occur;
-* a person's draws are deduplicated (one sort of (person, element) keys); a person left short of its target
-  degree draws its shortfall again, for up to ``--rounds`` rounds (persons whose degree is a large part of
-  the universe stay short: a Zipf draw of them repeats itself), so the graph has about ``--pairs`` distinct
-  pairs; elements that never occur are dropped and the rest renumbered in order, and the CSR
-  (``PersonElementGraph``: offsets, each person's distinct elements ascending, int64) is built directly
-  from the sorted keys, not through a ``UserDataset`` (``--dataset`` times that path too).
+  element ids by a fixed affine bijection mod U, so that the element order (which the greedy and the sorted
+  per-person lists use) is unrelated to popularity, as with the labels of real data. U grows with the pairs,
+  so every size has the same shape: about 70-90 % of the universe occurs (7.2 million elements at 10^8);
+* a person's draws are deduplicated (one sort of person * U + element keys); a person left short of its
+  target degree draws its shortfall again, for up to ``--rounds`` rounds. Persons whose target is a large part
+  of the universe stay short (a Zipf draw of them keeps repeating the popular elements), so the graph holds
+  about 84-93 % of ``--pairs`` distinct pairs (83.8 million at the default; ``--pairs 1.2e8 --persons 1e7``
+  gives about 10^8). Elements that never occur are dropped and the rest renumbered in order; the CSR
+  (``PersonElementGraph``: offsets, each person's distinct elements ascending, int64) is built directly from
+  the sorted keys, not through a ``UserDataset``, which is much slower (``--dataset`` times that path).
 
-The counts run in a fresh interpreter (the graph handed over through .npy files), after a warm-up on a tiny
-graph so that numba's compilation or cache load is not counted (it is reported apart); the peak memory is that
-interpreter's ru_maxrss, reported with the baseline (imports, warm-up) and after loading the graph.
-``--dataset`` adds, in another fresh interpreter, ``UserDataset.from_arrays`` of the pairs as records in a
-random order and ``person_element_graph`` of that dataset (the records hold no duplicates; the graph it
-builds is checked to be the generated one).
+Each step runs in a fresh interpreter started from this small one (ru_maxrss survives exec, so the parent
+never holds the graph): the generation, writing the graph to .npy files in a temporary folder; the counts,
+after a warm-up on a tiny graph so that numba's compilation or cache load is not counted (reported apart),
+with that interpreter's peak RSS next to its baseline (imports, warm-up) and to its size with the graph
+loaded; with ``--dataset``, ``UserDataset.from_arrays`` of the pairs as records in a random order (no
+duplicates) and ``person_element_graph`` of that dataset, checked to give the generated graph.
 
-Run: python benchmarks/bench_scale_distinct.py [--pairs 1e8] [--lmax 100] [--dataset] [--seed 0]
+Measured on the shared 2-core machine (another engineer's processes on the other core, so +-30 %; the
+dc_matching of 8bbf9b1); numba's warm-up is 0.4-1.4 s from its cache, about 7 s when it compiles:
+
+  | --pairs | distinct pairs | elements  | exact     | phases (persons/elements) | greedy | peak RSS     |
+  |---------|----------------|-----------|-----------|---------------------------|--------|--------------|
+  | 1e6     | 0.93 M         | 89,555    | 1.3-1.6 s | 178 / 61                  | 0.02 s | 0.21-0.25 GB |
+  | 3e6     | 2.66 M         | 249,902   | 4.5-6.9 s | 200 / 52                  | 0.08 s | 0.26-0.28 GB |
+  | 1e7     | 8.48 M         | 792,661   | 32 s      | 225 / 50                  | 0.29 s | 0.42 GB      |
+  | 3e7     | 26.9 M         | 2,393,049 | 176 s     | 306 / 0                   | 0.89 s | 0.81 GB      |
+
+The exact count grows as pairs^1.4-1.5 here: each phase searches from every person with spare capacity,
+nearly all of them, so it reads about the whole graph (0.11 s a phase at 1e7, 1.3-2 s at the default size),
+and there are about 300 phases. At the default size that is about 10-12 minutes (not run); memory (about
+2.5 GB) and the greedy (3.3 s, measured at the default size) are within their targets.
+
+Run: python benchmarks/bench_scale_distinct.py [--pairs 1e8] [--lmax 100] [--dataset] [--seed 0] [--timeout S]
 """
 
 from __future__ import annotations
@@ -245,8 +261,13 @@ def child_dataset(folder: str, seed: str) -> None:
     )
     print(
         json.dumps(
-            {"from_arrays_s": t_ds, "graph_s": t_graph, "same": same, "rss_records_gb": rss_records,
-             "rss_peak_gb": _rss_gb()}
+            {
+                "from_arrays_s": t_ds,
+                "graph_s": t_graph,
+                "same": same,
+                "rss_records_gb": rss_records,
+                "rss_peak_gb": _rss_gb(),
+            }
         )
     )
 
@@ -254,13 +275,17 @@ def child_dataset(folder: str, seed: str) -> None:
 def child_generate(folder: str, opts: str) -> None:
     o = json.loads(opts)
     t = time.perf_counter()
-    offsets, adj, n_elements, info = synthetic_graph(o["pairs"], o["persons"], o["universe"], o["zipf"], o["seed"],
-                                                     o["rounds"])
+    offsets, adj, n_elements, info = synthetic_graph(
+        o["pairs"], o["persons"], o["universe"], o["zipf"], o["seed"], o["rounds"]
+    )
     info["generate_s"] = time.perf_counter() - t
     deg = np.diff(offsets)
     info.update(
-        pairs=int(adj.size), n_elements=n_elements, mean_degree=float(deg.mean()),
-        over_lmax=int((deg > o["lmax"]).sum()), capped_sum=int(np.minimum(deg, o["lmax"]).sum()),
+        pairs=int(adj.size),
+        n_elements=n_elements,
+        mean_degree=float(deg.mean()),
+        over_lmax=int((deg > o["lmax"]).sum()),
+        capped_sum=int(np.minimum(deg, o["lmax"]).sum()),
         rss_peak_gb=_rss_gb(),
     )
     d = Path(folder)
@@ -304,8 +329,15 @@ def main() -> None:
     persons = int(args.persons) if args.persons else pairs // 10
     universe = int(args.universe) if args.universe else persons
     assert math.gcd(AFFINE_A, universe) == 1
-    opts = dict(pairs=pairs, persons=persons, universe=universe, zipf=args.zipf, seed=args.seed, rounds=args.rounds,
-                lmax=args.lmax)
+    opts = dict(
+        pairs=pairs,
+        persons=persons,
+        universe=universe,
+        zipf=args.zipf,
+        seed=args.seed,
+        rounds=args.rounds,
+        lmax=args.lmax,
+    )
     with tempfile.TemporaryDirectory(prefix="bench_scale_distinct_") as tmp:
         info = _run_child(["generate", tmp, json.dumps(opts)], args.timeout)
         print(
@@ -325,19 +357,26 @@ def main() -> None:
         r = _run_child(["count", tmp, str(args.lmax)], args.timeout)
         ds = _run_child(["dataset", tmp, str(args.seed)], args.timeout) if args.dataset else None
     scale = info["pairs"] / TARGET_PAIRS
-    print(f"fresh interpreter: imports {r['import_s']:.2f} s, warm-up (numba compile / cache load) {r['warmup_s']:.2f} s")
+    warm = f"imports {r['import_s']:.2f} s, warm-up (numba compile or cache load) {r['warmup_s']:.2f} s"
+    print(f"fresh interpreter: {warm}")
     print(f"{'':34} {'measured':>10} {'target':>10}   (targets are for 10^8 pairs; this graph is {scale:.3g} of that)")
-    print(f"{'exact dc_matching, l = 1..' + str(args.lmax):34} {r['exact_s']:>8.2f} s {TARGET_EXACT_S:>8.0f} s"
-          f"   phases: {r['phases'][0]} from persons, {r['phases'][1]} from elements")
+    print(
+        f"{'exact dc_matching, l = 1..' + str(args.lmax):34} {r['exact_s']:>8.2f} s {TARGET_EXACT_S:>8.0f} s"
+        f"   phases: {r['phases'][0]} from persons, {r['phases'][1]} from elements"
+    )
     print(f"{'greedy dc_greedy, l = 1..' + str(args.lmax):34} {r['greedy_s']:>8.2f} s {TARGET_GREEDY_S:>8.0f} s")
-    print(f"{'peak RSS of the counting process':34} {r['rss_peak_gb']:>7.2f} GB {TARGET_PEAK_GB:>7.0f} GB"
-          f"   (baseline {r['rss_base_gb']:.2f} GB, with the graph {r['rss_graph_gb']:.2f} GB, "
-          f"after the exact count {r['rss_exact_gb']:.2f} GB)")
+    print(
+        f"{'peak RSS of the counting process':34} {r['rss_peak_gb']:>7.2f} GB {TARGET_PEAK_GB:>7.0f} GB"
+        f"   (baseline {r['rss_base_gb']:.2f} GB, with the graph {r['rss_graph_gb']:.2f} GB, "
+        f"after the exact count {r['rss_exact_gb']:.2f} GB)"
+    )
     print(f"  DC(1) = {r['dc_1']:,}, DC({args.lmax}) = {r['dc_last']:,}, greedy({args.lmax}) = {r['greedy_last']:,}")
     if ds is not None:
         print(f"{'UserDataset.from_arrays (records)':34} {ds['from_arrays_s']:>8.2f} s")
-        print(f"{'person_element_graph (dataset)':34} {ds['graph_s']:>8.2f} s   same graph: {ds['same']}, "
-              f"peak RSS {ds['rss_peak_gb']:.2f} GB (records alone {ds['rss_records_gb']:.2f} GB)")
+        print(
+            f"{'person_element_graph (dataset)':34} {ds['graph_s']:>8.2f} s   same graph: {ds['same']}, "
+            f"peak RSS {ds['rss_peak_gb']:.2f} GB (records alone {ds['rss_records_gb']:.2f} GB)"
+        )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from userdp.distinct import (
     laplace_lower_bound,
     person_element_graph,
 )
-from userdp.distinct.counting import PersonElementGraph, _dc_all
+from userdp.distinct.counting import PersonElementGraph, _dc_all, dc_bucketed, element_buckets
 from userdp.errors import DataError, ParameterError
 
 
@@ -59,7 +59,8 @@ def test_matching_searches_from_both_sides_and_equals_maxflow(seed):
     sets = [set(rng.choice(k, size=int(rng.integers(5, 200)), p=pop).tolist()) for _ in range(120)]
     g = _graph(sets, k)
     lmax = 40
-    out, phases = _dc_all(g.offsets, g.adj.astype(np.int32), g.n_elements, lmax)
+    none = np.zeros(0, np.int64)
+    out, phases = _dc_all(g.offsets, g.adj.astype(np.int32), g.n_elements, lmax, none, none)
     assert out.tolist() == dc_matching(g, lmax).tolist()
     assert phases[0] > 0 and phases[1] > 0
     for l in (1, 2, 3, 5, 8, 13, 21, 34, 40):
@@ -249,3 +250,55 @@ def test_exact_audit_includes_the_empty_neighbour(monkeypatch):
     cal = R.calibrate_laplace
     monkeypatch.setattr(R, "calibrate_laplace", lambda s, e, dim=1: cal(s / 2, e, dim))
     assert not audit_distinct_count(singles, 1.0, 0.1, 3).passed
+
+
+# --------------------------------------------------------------------------------------------
+# The bucketed count (the distributed path)
+# --------------------------------------------------------------------------------------------
+
+
+def test_bucketed_with_one_bucket_is_the_exact_count():
+    rng = np.random.default_rng(5)
+    g = _graph(_random_sets(rng, 40, 60, 0.2), 60)
+    assert dc_bucketed(g, 20, 1).tolist() == dc_matching(g, 20).tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**9), st.integers(2, 14), st.integers(2, 30), st.floats(0.05, 0.6), st.integers(1, 5))
+def test_bucketed_sensitivity_and_lower_bound_exhaustive(seed, n, k, p, n_buckets):
+    """Removing any one person changes sum_b DC_b(l) by at most l (and never raises it), for every l; and the
+    bucketed count never exceeds the exact DC(D; l)."""
+    rng = np.random.default_rng(seed)
+    sets = _random_sets(rng, n, k, p)
+    labels = np.array([f"e{j}" for j in range(k)], dtype=object)
+    buckets = element_buckets(labels, n_buckets)
+    lmax = max(len(s) for s in sets) + 1
+
+    def count(ss):
+        g = _graph(ss, k)
+        return dc_bucketed(g, lmax, n_buckets, buckets)
+
+    full = count(sets)
+    assert np.all(full <= dc_matching(_graph(sets, k), lmax))
+    ls = np.arange(1, lmax + 1)
+    for i in range(n):
+        less = count(sets[:i] + sets[i + 1 :])
+        assert np.all(less <= full) and np.all(full - less <= ls)
+
+
+def test_bucketed_shares_are_house_monotone_and_within_degree():
+    from userdp.distinct.counting import _dhondt_units
+
+    offsets = np.array([0, 7, 10], dtype=np.int64)
+    edge_bucket = np.array([0, 0, 0, 0, 1, 1, 2, 3, 3, 3], dtype=np.int64)
+    person, bucket, level = _dhondt_units(offsets, edge_bucket, 4, 5)
+    assert person.tolist() == [0] * 5 + [1] * 3 and level.tolist() == [1, 2, 3, 4, 5, 1, 2, 3]
+    # D'Hondt on degrees (4, 2, 1): quotients 4 | 2 = 2 (tie: lower bucket) | 2 | 4/3 | 1 = 1 = 1 (tie)
+    assert bucket[:5].tolist() == [0, 0, 1, 0, 0]
+    assert bucket[5:].tolist() == [3, 3, 3]  # never more units in a bucket than elements there
+
+
+def test_bucketed_refuses_a_graph_without_labels():
+    g = PersonElementGraph(np.array([0, 1]), np.array([0]), 1)
+    with pytest.raises(DataError, match="labels"):
+        dc_bucketed(g, 3, 2)

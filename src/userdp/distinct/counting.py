@@ -25,6 +25,7 @@ The fixed orders are data-independent: persons by their (sorted) key, elements b
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +35,16 @@ from ..data import FiniteDomain, UserDataset, sorted_text
 from ..errors import DataError, ParameterError
 from ..noise import RngLike, resolve_rng
 
-__all__ = ["PersonElementGraph", "person_element_graph", "dc_matching", "dc_greedy", "dc_sampling"]
+__all__ = [
+    "PersonElementGraph",
+    "person_element_graph",
+    "dc_matching",
+    "dc_bucketed",
+    "bucket_count",
+    "element_buckets",
+    "dc_greedy",
+    "dc_sampling",
+]
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,7 @@ class PersonElementGraph:
     offsets: np.ndarray
     adj: np.ndarray
     n_elements: int
+    labels: np.ndarray | None = None  # the element labels in code order, when known (for public buckets)
 
     @property
     def n_persons(self) -> int:
@@ -75,7 +86,7 @@ def person_element_graph(ds: UserDataset) -> PersonElementGraph:
     labels = ds.domain.labels
     if sorted_text(labels):  # codes are already ranks (a vocabulary read off text)
         d = ds.dedupe()
-        return PersonElementGraph(d.offsets, np.ascontiguousarray(d.items), labels.size)
+        return PersonElementGraph(d.offsets, np.ascontiguousarray(d.items), labels.size, labels)
     try:
         rank = np.empty(labels.size, dtype=np.int64)
         rank[np.argsort(labels.astype(str) if labels.dtype.kind == "O" else labels, kind="stable")] = np.arange(
@@ -85,7 +96,9 @@ def person_element_graph(ds: UserDataset) -> PersonElementGraph:
         raise DataError(f"element labels cannot be ordered: {exc}") from exc
     ranked = ds.with_items(rank[ds.items], FiniteDomain(np.arange(labels.size), public=ds.domain.public))
     d = ranked.dedupe()  # sorted by (person, element rank)
-    return PersonElementGraph(d.offsets, np.ascontiguousarray(d.items), labels.size)
+    by_rank = np.empty_like(labels)
+    by_rank[rank] = labels
+    return PersonElementGraph(d.offsets, np.ascontiguousarray(d.items), labels.size, by_rank)
 
 
 # --------------------------------------------------------------------------------------------
@@ -94,13 +107,14 @@ def person_element_graph(ds: UserDataset) -> PersonElementGraph:
 
 
 @njit(cache=True)
-def _greedy_fill(offsets, adj, owner, cnt, gp, cap):
-    """Give each person with spare capacity still-free elements from its pointer on (amortized O(E))."""
+def _greedy_fill(offsets, adj, owner, cnt, gp, caps, alive, n_alive):
+    """Give each live person with spare capacity still-free elements from its pointer on (amortized O(E))."""
     added = 0
-    for u in range(offsets.size - 1):
+    for i in range(n_alive):
+        u = alive[i]
         p = gp[u]
         end = offsets[u + 1]
-        while cnt[u] < cap and p < end:
+        while cnt[u] < caps[u] and p < end:
             e = adj[p]
             p += 1
             if owner[e] < 0:
@@ -112,19 +126,19 @@ def _greedy_fill(offsets, adj, owner, cnt, gp, cap):
 
 
 @njit(cache=True)
-def _hk_phase(offsets, adj, owner, cnt, cap, dist, queue, it, stack_u, parent_e):
-    """One Hopcroft-Karp phase; returns the number of augmentations."""
-    n = offsets.size - 1
+def _hk_phase(offsets, adj, owner, cnt, caps, dead, roots, n_roots, dist, vis, stamp, queue, it, stack_u, parent_e):
+    """One Hopcroft-Karp phase from the live persons with spare capacity (``roots``), skipping dead persons;
+    ``vis == stamp`` marks the persons this phase's BFS reached. Returns the number of augmentations."""
     INF = np.int64(1 << 60)
     head = 0
     tail = 0
-    for u in range(n):
-        if cnt[u] < cap:
-            dist[u] = 0
-            queue[tail] = u
-            tail += 1
-        else:
-            dist[u] = INF
+    for i in range(n_roots):
+        u = roots[i]
+        vis[u] = stamp
+        dist[u] = 0
+        it[u] = offsets[u]
+        queue[tail] = u
+        tail += 1
     found = INF
     while head < tail:
         u = queue[head]
@@ -137,17 +151,18 @@ def _hk_phase(offsets, adj, owner, cnt, cap, dist, queue, it, stack_u, parent_e)
             if v < 0:
                 if found == INF:
                     found = dist[u] + 1
-            elif v != u and dist[v] == INF:
+            elif v != u and vis[v] != stamp and not dead[v]:
+                vis[v] = stamp
                 dist[v] = dist[u] + 1
+                it[v] = offsets[v]
                 queue[tail] = v
                 tail += 1
     if found == INF:
         return 0
-    for u in range(n):
-        it[u] = offsets[u]
     aug = 0
-    for root in range(n):
-        while cnt[root] < cap and dist[root] == 0:
+    for i in range(n_roots):
+        root = roots[i]
+        while cnt[root] < caps[root] and dist[root] == 0:
             # iterative DFS along layers dist+1 ending at a free element (at layer `found`)
             depth = 0
             stack_u[0] = root
@@ -165,7 +180,7 @@ def _hk_phase(offsets, adj, owner, cnt, cap, dist, queue, it, stack_u, parent_e)
                             parent_e[depth] = e
                             success = True
                             break
-                    elif v != u and dist[v] == dist[u] + 1:
+                    elif v != u and vis[v] == stamp and dist[v] == dist[u] + 1:
                         parent_e[depth] = e
                         depth += 1
                         stack_u[depth] = v
@@ -179,8 +194,8 @@ def _hk_phase(offsets, adj, owner, cnt, cap, dist, queue, it, stack_u, parent_e)
             if not success:
                 break
             # augment: element parent_e[i] moves to stack_u[i]
-            for i in range(depth, -1, -1):
-                owner[parent_e[i]] = stack_u[i]
+            for k in range(depth, -1, -1):
+                owner[parent_e[k]] = stack_u[k]
             cnt[root] += 1
             aug += 1
             dist[root] = 0
@@ -207,7 +222,7 @@ def _transpose(offsets, adj, n_elements):
 
 
 @njit(cache=True)
-def _hk_phase_back(offsets, adj, toff, tadj, owner, cnt, cap, dist, queue, it_e, it_p, layer, stack_e, stack_p):
+def _hk_phase_back(offsets, adj, toff, tadj, owner, cnt, caps, dist, queue, it_e, it_p, layer, stack_e, stack_p):
     """One Hopcroft-Karp phase searched from the free elements: the mirror of :func:`_hk_phase`.
 
     An augmenting path read from its free end: a free element ``e0`` is taken by a full person ``w0``,
@@ -241,7 +256,7 @@ def _hk_phase_back(offsets, adj, toff, tadj, owner, cnt, cap, dist, queue, it_e,
             w = tadj[q]
             if w == oe:
                 continue
-            if cnt[w] < cap:
+            if cnt[w] < caps[w]:
                 if found == INF:
                     found = de + 1
             elif layer[w] == INF:
@@ -277,7 +292,7 @@ def _hk_phase_back(offsets, adj, toff, tadj, owner, cnt, cap, dist, queue, it_e,
                 if w == oe:
                     it_e[e] += 1
                     continue
-                if cnt[w] < cap:
+                if cnt[w] < caps[w]:
                     if de + 1 == found:
                         stack_p[depth] = w
                         success = True
@@ -317,8 +332,12 @@ def _hk_phase_back(offsets, adj, toff, tadj, owner, cnt, cap, dist, queue, it_e,
     return aug
 
 @njit(cache=True)
-def _dc_all(offsets, adj, n_elements, l_max):
+def _dc_all(offsets, adj, n_elements, l_max, rise_off, rise_who):
+    """``DC`` for every level ``l = 1..l_max``. Every person's capacity is ``l`` (``rise_off`` empty), or
+    rises by one at level ``l`` exactly for the persons ``rise_who[rise_off[l - 1]:rise_off[l]]``."""
     n = offsets.size - 1
+    uniform = rise_off.size == 0
+    caps = np.zeros(n, np.int64)
     toff, tadj = _transpose(offsets, adj, n_elements)
     deg = offsets[1:] - offsets[:-1]
     tdeg = toff[1:] - toff[:-1]
@@ -326,8 +345,13 @@ def _dc_all(offsets, adj, n_elements, l_max):
     cnt = np.zeros(n, np.int64)
     gp = offsets[:-1].copy()
     dist = np.empty(n, np.int64)
+    vis = np.zeros(n, np.int64)
     queue = np.empty(n, np.int64)
     it = np.empty(n, np.int64)
+    dead = np.zeros(n, np.bool_)
+    alive = np.arange(n)
+    n_alive = n
+    roots = np.empty(n, np.int64)
     stack_u = np.empty(n + 1, np.int64)
     parent_e = np.empty(n + 1, np.int64)
     dist_e = np.empty(n_elements, np.int64)
@@ -342,14 +366,25 @@ def _dc_all(offsets, adj, n_elements, l_max):
     stamp = 0
     phases = np.zeros(2, np.int64)  # searches from the persons, from the elements
     for cap in range(1, l_max + 1):
-        total += _greedy_fill(offsets, adj, owner, cnt, gp, cap)
-        while total < n_elements:  # (once every element is kept, DC(D; l) is at its maximum for all larger l)
+        if uniform:
+            caps[:] = cap
+        else:
+            for j in range(rise_off[cap - 1], rise_off[cap]):
+                caps[rise_who[j]] += 1
+        total += _greedy_fill(offsets, adj, owner, cnt, gp, caps, alive, n_alive)
+        n_roots = 0
+        for i in range(n_alive):
+            u = alive[i]
+            if cnt[u] < caps[u]:
+                roots[n_roots] = u
+                n_roots += 1
+        # (once every element is kept, DC(D; l) is at its maximum for all larger l)
+        while total < n_elements and n_roots > 0:
             # the first layer of each search: the free persons' lists, or the free elements' persons and the
             # lists of the full ones among them; the cheaper side is searched
             fwd = 0
-            for u in range(n):
-                if cnt[u] < cap:
-                    fwd += deg[u]
+            for i in range(n_roots):
+                fwd += deg[roots[i]]
             bwd = 0
             stamp += 1
             for e in range(n_elements):
@@ -357,23 +392,44 @@ def _dc_all(offsets, adj, n_elements, l_max):
                     bwd += tdeg[e]
                     for q in range(toff[e], toff[e + 1]):
                         w = tadj[q]
-                        if cnt[w] >= cap and seen[w] != stamp:
+                        if cnt[w] >= caps[w] and seen[w] != stamp:
                             seen[w] = stamp
                             bwd += deg[w]
             a = 0
             if bwd < fwd:
                 a = _hk_phase_back(
-                    offsets, adj, toff, tadj, owner, cnt, cap, dist_e, queue_e, it_e, it, layer, stack_e, stack_p
+                    offsets, adj, toff, tadj, owner, cnt, caps, dist_e, queue_e, it_e, it, layer, stack_e, stack_p
                 )
                 phases[1] += 1
                 if a < 0:  # no augmenting path: the matching is maximum
                     break
             if a == 0:
-                a = _hk_phase(offsets, adj, owner, cnt, cap, dist, queue, it, stack_u, parent_e)
+                stamp += 1
+                a = _hk_phase(
+                    offsets, adj, owner, cnt, caps, dead, roots, n_roots, dist, vis, stamp, queue, it, stack_u, parent_e
+                )
                 phases[0] += 1
                 if a == 0:
                     break
             total += a
+            k = 0
+            for i in range(n_roots):
+                if cnt[roots[i]] < caps[roots[i]]:
+                    roots[k] = roots[i]
+                    k += 1
+            n_roots = k
+        # the matching is maximum for this level: a person still short of its capacity has no augmenting
+        # path, and never will (its reachable persons already hold every element next to them, and an
+        # element once kept is never freed), so it never gains again and no path runs through it
+        k = 0
+        for i in range(n_alive):
+            u = alive[i]
+            if cnt[u] < caps[u]:
+                dead[u] = True
+            else:
+                alive[k] = u
+                k += 1
+        n_alive = k
         out[cap - 1] = total
     return out, phases
 
@@ -390,7 +446,128 @@ def dc_matching(graph: PersonElementGraph, l_max: int) -> np.ndarray:
     adj = graph.adj
     if max(graph.n_elements, graph.n_persons) < 2**31:  # half the memory traffic of the searches
         adj = adj.astype(np.int32)
-    return _dc_all(graph.offsets, adj, graph.n_elements, l_max)[0]
+    none = np.zeros(0, np.int64)
+    return _dc_all(graph.offsets, adj, graph.n_elements, l_max, none, none)[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Bucketed: one b-matching per bucket of elements, for graphs too large for one machine
+# --------------------------------------------------------------------------------------------
+
+
+def element_buckets(labels: np.ndarray, n_buckets: int) -> np.ndarray:
+    """A public bucket for each element: CRC-32 of its label (as UTF-8 text) modulo ``n_buckets``. A function
+    of the label alone, so the split of the elements does not depend on the data."""
+    if isinstance(n_buckets, bool) or int(n_buckets) != n_buckets or int(n_buckets) < 1:
+        raise ParameterError(f"the number of buckets must be a positive integer, got {n_buckets!r}")
+    return np.fromiter((zlib.crc32(str(x).encode("utf-8")) % int(n_buckets) for x in labels), np.int64, len(labels))
+
+
+@njit(cache=True)
+def _dhondt_units(offsets, edge_bucket, n_buckets, l_max):
+    """Each person's capacity units ``1..min(degree, l_max)``, handed to the buckets holding its elements by
+    D'Hondt's rule on its degree in each bucket (unit ``j`` to the bucket with the largest
+    ``degree_b / (units_b + 1)`` among those with ``units_b < degree_b``; ties to the lower bucket). The rule
+    is house-monotone: the first ``l`` units are the allocation for capacity ``l``, for every ``l``.
+    Returns ``(person, bucket, level)`` per unit."""
+    n = offsets.size - 1
+    total = 0
+    for u in range(n):
+        total += min(offsets[u + 1] - offsets[u], l_max)
+    unit_person = np.empty(total, np.int64)
+    unit_bucket = np.empty(total, np.int64)
+    unit_level = np.empty(total, np.int64)
+    deg = np.zeros(n_buckets, np.int64)
+    got = np.zeros(n_buckets, np.int64)
+    touched = np.empty(n_buckets, np.int64)
+    k = 0
+    for u in range(n):
+        nt = 0
+        for p in range(offsets[u], offsets[u + 1]):
+            b = edge_bucket[p]
+            if deg[b] == 0:
+                touched[nt] = b
+                nt += 1
+            deg[b] += 1
+        for level in range(1, min(offsets[u + 1] - offsets[u], l_max) + 1):
+            best = -1
+            for t in range(nt):
+                b = touched[t]
+                if got[b] < deg[b] and (
+                    best < 0
+                    or deg[b] * (got[best] + 1) > deg[best] * (got[b] + 1)
+                    or (deg[b] * (got[best] + 1) == deg[best] * (got[b] + 1) and b < best)
+                ):
+                    best = b
+            got[best] += 1
+            unit_person[k] = u
+            unit_bucket[k] = best
+            unit_level[k] = level
+            k += 1
+        for t in range(nt):
+            deg[touched[t]] = 0
+            got[touched[t]] = 0
+    return unit_person, unit_bucket, unit_level
+
+
+def bucket_count(
+    persons: np.ndarray, elements: np.ndarray, unit_persons: np.ndarray, unit_levels: np.ndarray, l_max: int
+) -> np.ndarray:
+    """``DC_b(l)`` for ``l = 1..l_max`` in one bucket: the largest b-matching of the bucket's edges
+    ``(persons[j], elements[j])`` (distinct pairs, any integer keys) when each person's capacity at level
+    ``l`` is its number of units of level at most ``l`` (``unit_persons``, ``unit_levels``). What the Spark
+    engine runs on an executor for each bucket."""
+    l_max = _check_lmax(l_max)
+    if persons.size == 0:
+        return np.zeros(l_max, np.int64)
+    pkeys, pidx = np.unique(persons, return_inverse=True)
+    ekeys, eidx = np.unique(elements, return_inverse=True)
+    order = np.lexsort((eidx, pidx))
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(pidx, minlength=pkeys.size))]).astype(np.int64)
+    adj = eidx[order].astype(np.int32)
+    who = np.searchsorted(pkeys, unit_persons)
+    ok = (who < pkeys.size) & (pkeys[np.minimum(who, pkeys.size - 1)] == unit_persons)
+    levels = np.asarray(unit_levels, dtype=np.int64)[ok]
+    who = who[ok]
+    by_level = np.argsort(levels, kind="stable")
+    rise_off = np.concatenate([[0], np.cumsum(np.bincount(levels - 1, minlength=l_max)[:l_max])]).astype(np.int64)
+    return _dc_all(offsets, adj, ekeys.size, l_max, rise_off, who[by_level].astype(np.int64))[0]
+
+
+def dc_bucketed(
+    graph: PersonElementGraph, l_max: int, n_buckets: int, bucket_of_element: np.ndarray | None = None
+) -> np.ndarray:
+    """A lower bound on ``DC(D; l)`` for ``l = 1..l_max`` that splits into independent parts: the elements
+    fall into ``n_buckets`` public buckets (:func:`element_buckets` of their labels unless
+    ``bucket_of_element`` is given; never of their codes, which are ranks among the elements present and so
+    depend on the data), each person's capacity ``l`` is shared out over the buckets of
+    its elements (:func:`_dhondt_units`, a function of the person's own elements), and the count is
+    ``sum_b DC_b(l)``, one b-matching per bucket (:func:`bucket_count`).
+
+    Guarantees, for every ``l`` (what Algorithm 1 needs):
+
+    * sensitivity ``l``: adding a person changes no other person's shares and raises each ``DC_b`` by at
+      most that person's share in ``b``, which sum to at most ``l`` (removing is the same in reverse);
+    * at most ``DC(D; l)``, hence at most the true count: the buckets' matchings together are one matching
+      in which every person keeps at most ``l`` elements (the buckets' elements are disjoint).
+
+    Each bucket needs only its own edges and its persons' shares, so the Spark engine computes the buckets
+    on the executors. With one bucket this is :func:`dc_matching`."""
+    l_max = _check_lmax(l_max)
+    if bucket_of_element is None:
+        if graph.labels is None:
+            raise DataError("public buckets need the element labels (build the graph with person_element_graph)")
+        bucket_of_element = element_buckets(graph.labels, n_buckets)
+    bucket_of_element = np.asarray(bucket_of_element, dtype=np.int64)
+    edge_bucket = bucket_of_element[graph.adj]
+    unit_person, unit_bucket, unit_level = _dhondt_units(graph.offsets, edge_bucket, int(n_buckets), l_max)
+    person = np.repeat(np.arange(graph.n_persons), graph.degrees())
+    out = np.zeros(l_max, np.int64)
+    for b in range(int(n_buckets)):
+        e = edge_bucket == b
+        u = unit_bucket == b
+        out += bucket_count(person[e], graph.adj[e], unit_person[u], unit_level[u], l_max)
+    return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from ..errors import ParameterError
 from ..noise import LaplaceCalibration, RngLike, calibrate_laplace, discrete_laplace, exponential_mechanism, resolve_rng
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
-from .counting import PersonElementGraph, dc_greedy, dc_matching, dc_sampling, person_element_graph
+from .counting import PersonElementGraph, dc_bucketed, dc_greedy, dc_matching, dc_sampling, person_element_graph
 
 __all__ = [
     "gem_scores",
@@ -167,6 +167,7 @@ class ReleasePlan:
 
 
 _METHODS: dict[str, Callable] = {"matching": dc_matching, "greedy": dc_greedy}
+METHODS = ("matching", "greedy", "sampling", "bucketed")
 
 
 def release_plan(
@@ -177,13 +178,21 @@ def release_plan(
     method: str = "matching",
     select_fraction: float = 0.5,
     rng: RngLike = None,
+    n_buckets: int = 16,
+    counts: np.ndarray | None = None,
 ) -> ReleasePlan:
     """Steps 1-2 of Algorithm 1 up to the random draws: ``DC(D; l)`` for ``l = 1..l_max``, the shifted
     ``q_l``, GEM's normalized scores (sensitivity 1) and, per ``l``, the lattice Laplace calibration for
     sensitivity ``l``, the rounded count and the exact ``(1 - beta)`` shift. ``rng`` is used only by the
     sampling method."""
-    if method == "sampling":
+    if counts is not None:  # DC(D; l) counted elsewhere (the Spark engine's buckets, on the executors)
+        counts = np.asarray(counts, dtype=np.int64)
+        if counts.shape != (l_max,):
+            raise ParameterError("one count per l = 1..l_max is needed")
+    elif method == "sampling":
         counts = dc_sampling(graph, l_max, resolve_rng(rng))
+    elif method == "bucketed":
+        counts = dc_bucketed(graph, l_max, n_buckets)
     else:
         counts = _METHODS[method](graph, l_max)
     e_sel = epsilon * select_fraction
@@ -204,7 +213,12 @@ def release_plan(
 
 
 def check_parameters(
-    epsilon: float, beta: float = 0.05, l_max: int = 100, method: str = "matching", select_fraction: float = 0.5
+    epsilon: float,
+    beta: float = 0.05,
+    l_max: int = 100,
+    method: str = "matching",
+    select_fraction: float = 0.5,
+    n_buckets: int = 16,
 ) -> None:
     """Refuse bad public parameters of :func:`distinct_count` (before any data is read)."""
     eps = float(epsilon)
@@ -216,26 +230,36 @@ def check_parameters(
         raise ParameterError(f"the maximum bound l_max must be a positive integer, got {l_max!r}")
     if not 0 < select_fraction < 1:
         raise ParameterError("select_fraction must lie in (0, 1)")
-    if method not in ("matching", "greedy", "sampling"):
-        raise ParameterError(f"method must be 'matching', 'greedy' or 'sampling', got {method!r}")
+    if method not in METHODS:
+        raise ParameterError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if isinstance(n_buckets, bool) or int(n_buckets) != n_buckets or not 1 <= n_buckets <= 2**20:
+        raise ParameterError(f"the number of buckets must be an integer from 1 to 2^20, got {n_buckets!r}")
 
 
 def distinct_count(
-    ds: UserDataset | PersonElementGraph,
+    ds: UserDataset | PersonElementGraph | None,
     epsilon: float,
     beta: float = 0.05,
     l_max: int = 100,
     method: str = "matching",
     select_fraction: float = 0.5,
     rng: RngLike = None,
+    n_buckets: int = 16,
+    counts: np.ndarray | None = None,
 ) -> Release:
     """Person-level ``epsilon``-DP lower bound on the number of distinct elements (Algorithm 1).
 
     Parameters
     ----------
     method:
-        ``"matching"`` (exact ``DC(D; l)``), ``"greedy"`` (Algorithm 2) or ``"sampling"`` (each person keeps
-        ``l`` random elements). All have sensitivity ``l`` and never exceed the true count.
+        ``"matching"`` (exact ``DC(D; l)``), ``"greedy"`` (Algorithm 2), ``"sampling"`` (each person keeps
+        ``l`` random elements) or ``"bucketed"`` (the exact count within each of ``n_buckets`` public
+        buckets of elements, each person's ``l`` shared out over the buckets: :func:`dc_bucketed`, what the
+        Spark engine computes on its executors). All have sensitivity ``l`` and never exceed the true count.
+    n_buckets:
+        The number of buckets of ``"bucketed"``.
+    counts:
+        ``DC(D; l)`` for ``l = 1..l_max`` already counted by ``method`` (then ``ds`` is not read).
     select_fraction:
         The share of ``epsilon`` spent on choosing ``l`` (the paper's 1/2).
 
@@ -245,11 +269,14 @@ def distinct_count(
         ``value``: the released lower bound (holds with probability at least ``1 - beta``);
         ``extras["bound"]``: the chosen ``l_hat``.
     """
-    check_parameters(epsilon, beta, l_max, method, select_fraction)
+    check_parameters(epsilon, beta, l_max, method, select_fraction, n_buckets)
     eps = float(epsilon)
     src = resolve_rng(rng)
-    graph = ds if isinstance(ds, PersonElementGraph) else person_element_graph(ds)
-    plan = release_plan(graph, eps, beta, int(l_max), method, select_fraction, src)
+    if counts is None:
+        graph = ds if isinstance(ds, PersonElementGraph) else person_element_graph(ds)
+    else:
+        graph = None
+    plan = release_plan(graph, eps, beta, int(l_max), method, select_fraction, src, int(n_buckets), counts)
     idx = exponential_mechanism(plan.scores, 1.0, plan.epsilon_select, src)
     l_hat = idx + 1
     cal = plan.calibrations[idx]
