@@ -19,6 +19,7 @@ def cmd_distinct(args: argparse.Namespace) -> int:
         beta=args.beta,
         l_max=args.max_bound,
         method=args.method,
+        n_buckets=args.buckets,
         engine=args.engine,
         rng=args.seed,
     )
@@ -29,6 +30,7 @@ def cmd_distinct(args: argparse.Namespace) -> int:
         "epsilon": args.epsilon,
         "beta": args.beta,
         "method": args.method,
+        **({"buckets": args.buckets} if args.method == "bucketed" else {}),
         "engine": args.engine,
         "guarantee": rel.guarantee.describe(),
         "confidence": rel.error.description,
@@ -60,9 +62,13 @@ def add_parser(sub) -> None:
     )
     di.add_argument(
         "--method",
-        choices=["matching", "greedy", "sampling"],
+        choices=["matching", "greedy", "sampling", "bucketed"],
         default="matching",
-        help="how DC(D; l) is counted: exact matching, greedy (Algorithm 2), or random sampling",
+        help="how DC(D; l) is counted: exact matching, greedy (Algorithm 2), random sampling, or exact matching "
+        "within public buckets of elements (on Spark, counted on the executors: no driver limit)",
+    )
+    di.add_argument(
+        "--buckets", type=number(int, 1, 2**20), default=16, help="the number of buckets of --method bucketed"
     )
     add_release_options(di)
     di.set_defaults(func=cmd_distinct)

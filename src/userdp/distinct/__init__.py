@@ -1,14 +1,24 @@
 """Person-level DP distinct count (Knop & Steinke, NeurIPS 2023)."""
 
-from .counting import PersonElementGraph, dc_greedy, dc_matching, dc_sampling, person_element_graph
+from .counting import (
+    PersonElementGraph,
+    dc_bucketed,
+    dc_greedy,
+    dc_matching,
+    dc_sampling,
+    element_buckets,
+    person_element_graph,
+)
 from .release import distinct_count, gem_scores, gem_scores_quadratic, gem_select, laplace_lower_bound
 
 __all__ = [
     "PersonElementGraph",
+    "dc_bucketed",
     "dc_greedy",
     "dc_matching",
     "dc_sampling",
     "distinct_count",
+    "element_buckets",
     "gem_scores",
     "gem_scores_quadratic",
     "gem_select",

@@ -41,6 +41,7 @@ __all__ = [
     "dc_matching",
     "dc_bucketed",
     "bucket_count",
+    "person_shares",
     "element_buckets",
     "dc_greedy",
     "dc_sampling",
@@ -352,6 +353,8 @@ def _dc_all(offsets, adj, n_elements, l_max, rise_off, rise_who):
     alive = np.arange(n)
     n_alive = n
     roots = np.empty(n, np.int64)
+    free = np.arange(n_elements)
+    n_free = n_elements
     stack_u = np.empty(n + 1, np.int64)
     parent_e = np.empty(n + 1, np.int64)
     dist_e = np.empty(n_elements, np.int64)
@@ -385,10 +388,20 @@ def _dc_all(offsets, adj, n_elements, l_max, rise_off, rise_who):
             fwd = 0
             for i in range(n_roots):
                 fwd += deg[roots[i]]
-            bwd = 0
-            stamp += 1
-            for e in range(n_elements):
-                if owner[e] < 0 and bwd < fwd:
+            bwd = fwd
+            if n_elements - total < fwd:  # (each free element costs at least one step: else no need to look)
+                k = 0
+                for i in range(n_free):  # drop the elements kept since the last look (never freed again)
+                    if owner[free[i]] < 0:
+                        free[k] = free[i]
+                        k += 1
+                n_free = k
+                bwd = 0
+                stamp += 1
+                for i in range(n_free):
+                    if bwd >= fwd:
+                        break
+                    e = free[i]
                     bwd += tdeg[e]
                     for q in range(toff[e], toff[e + 1]):
                         w = tadj[q]
@@ -510,6 +523,15 @@ def _dhondt_units(offsets, edge_bucket, n_buckets, l_max):
     return unit_person, unit_bucket, unit_level
 
 
+def person_shares(edge_bucket: np.ndarray, n_buckets: int, l_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """One person's capacity units for ``l = 1..l_max`` over the buckets of its elements (``edge_bucket``: the
+    bucket of each of its distinct elements): ``(bucket, level)`` per unit, as :func:`dc_bucketed` shares
+    them out (D'Hondt on the person's degree in each bucket)."""
+    eb = np.ascontiguousarray(edge_bucket, dtype=np.int64)
+    _, bucket, level = _dhondt_units(np.array([0, eb.size], dtype=np.int64), eb, int(n_buckets), _check_lmax(l_max))
+    return bucket, level
+
+
 def bucket_count(
     persons: np.ndarray, elements: np.ndarray, unit_persons: np.ndarray, unit_levels: np.ndarray, l_max: int
 ) -> np.ndarray:
@@ -580,10 +602,18 @@ def _greedy_all(offsets, adj, n_elements, l_max):
     n = offsets.size - 1
     taken = np.zeros(n_elements, np.bool_)
     ptr = offsets[:-1].copy()
+    active = np.empty(n, np.int64)  # the persons with elements left to look at, in the fixed order
+    k = 0
+    for u in range(n):
+        if offsets[u + 1] > offsets[u]:
+            active[k] = u
+            k += 1
     out = np.zeros(l_max, np.int64)
     total = 0
     for l in range(l_max):
-        for u in range(n):  # fixed person order
+        m = 0
+        for i in range(k):  # fixed person order (a person whose list is used up takes nothing again)
+            u = active[i]
             p = ptr[u]
             end = offsets[u + 1]
             while p < end and taken[adj[p]]:  # first untaken element in the fixed element order
@@ -593,6 +623,10 @@ def _greedy_all(offsets, adj, n_elements, l_max):
                 total += 1
                 p += 1
             ptr[u] = p
+            if p < end:
+                active[m] = u
+                m += 1
+        k = m
         out[l] = total
     return out
 

@@ -315,6 +315,69 @@ class SparkEngine(Engine):
         pdf = d.toPandas()
         return edges_from_pairs(pdf[cols.user].to_numpy(), pdf[cols.item].to_numpy())
 
+    def bucket_sums(
+        self,
+        data: SparkTable,
+        n_buckets: int,
+        bucket_of: Callable[[np.ndarray], np.ndarray],
+        shares: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+        count: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+        width: int,
+    ) -> np.ndarray:
+        """A sum over public buckets of elements, every part computed on the executors; ``width`` numbers per
+        bucket reach the driver (the distinct count's path for graphs above the driver limit).
+
+        The person-element edges are deduplicated, with the elements as text (as :meth:`edges` reads them);
+        ``bucket_of(labels)`` puts each element in a bucket; ``shares(edge_buckets)`` turns one person's
+        buckets (one per distinct element) into its ``(bucket, level)`` units; and
+        ``count(persons, elements, unit_persons, unit_levels)`` gives a bucket's ``width`` numbers from its
+        edges and its persons' units. Returns the sum over the buckets."""
+        import pandas as pd
+        from pyspark.sql import functions as F
+
+        cols = data.columns
+        if cols.item is None:
+            raise DataError("distinct counting needs items that are ids (a finite domain)")
+        user, item = cols.user, cols.item
+        d = data.df.select(user, F.col(item).cast("string").alias(item)).distinct()
+        utype = d.schema[user].dataType.simpleString()
+
+        def with_bucket(batches):
+            for pdf in batches:
+                yield pdf.assign(_b=bucket_of(pdf[item].to_numpy(dtype=object)).astype(np.int64))
+
+        edges = d.mapInPandas(with_bucket, f"{user} {utype}, {item} string, _b long")
+
+        def units_of(pdf):
+            bucket, level = shares(pdf["_b"].to_numpy(dtype=np.int64))
+            key = pdf[user].iloc[0]
+            return pd.DataFrame({user: pd.Series([key] * bucket.size, dtype=pdf[user].dtype), "_b": bucket,
+                                 "_l": level})  # fmt: skip
+
+        units = edges.groupBy(user).applyInPandas(units_of, f"{user} {utype}, _b long, _l long")
+
+        def count_bucket(e, u):
+            if e.empty:
+                return pd.DataFrame({"_b": [], "_i": [], "_c": []}, dtype=np.int64)
+            none = u.empty  # (a bucket can hold edges but no units: a person's l_max units went elsewhere)
+            up = np.empty(0, dtype=e[user].to_numpy().dtype) if none else u[user].to_numpy()
+            ul = np.empty(0, dtype=np.int64) if none else u["_l"].to_numpy()
+            c = count(e[user].to_numpy(), e[item].to_numpy(dtype=object), up, ul)
+            return pd.DataFrame({"_b": np.full(width, int(e["_b"].iloc[0])), "_i": np.arange(width), "_c": c})
+
+        parts = (
+            edges.groupBy("_b")
+            .cogroup(units.groupBy("_b"))
+            .applyInPandas(count_bucket, "_b long, _i long, _c long")
+            .groupBy("_i")
+            .agg(F.sum("_c").alias("_c"))
+            .collect()
+        )
+        out = np.zeros(width, np.int64)
+        for r in parts:
+            out[int(r["_i"])] = int(r["_c"])
+        return out
+
     # -- per-user randomness (deterministic in the master secret and the user key) --------------
     @staticmethod
     def _check_keyable(df: DataFrame, user: str) -> None:
