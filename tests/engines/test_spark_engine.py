@@ -325,7 +325,7 @@ def test_bucketed_distinct_count_on_the_executors_equals_local(engine, records):
             data,
             b,
             lambda x, b=b: element_buckets(x, b),
-            lambda eb, b=b: person_shares(eb, b, 12),
+            lambda off, eb, b=b: person_shares(off, eb, b, 12),
             lambda p, e, up, ul: bucket_count(p, e, up, ul, 12),
             12,
         )

@@ -523,13 +523,18 @@ def _dhondt_units(offsets, edge_bucket, n_buckets, l_max):
     return unit_person, unit_bucket, unit_level
 
 
-def person_shares(edge_bucket: np.ndarray, n_buckets: int, l_max: int) -> tuple[np.ndarray, np.ndarray]:
-    """One person's capacity units for ``l = 1..l_max`` over the buckets of its elements (``edge_bucket``: the
-    bucket of each of its distinct elements): ``(bucket, level)`` per unit, as :func:`dc_bucketed` shares
-    them out (D'Hondt on the person's degree in each bucket)."""
-    eb = np.ascontiguousarray(edge_bucket, dtype=np.int64)
-    _, bucket, level = _dhondt_units(np.array([0, eb.size], dtype=np.int64), eb, int(n_buckets), _check_lmax(l_max))
-    return bucket, level
+def person_shares(
+    offsets: np.ndarray, edge_bucket: np.ndarray, n_buckets: int, l_max: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The persons' capacity units for ``l = 1..l_max`` over the buckets of their elements: person ``u``'s
+    distinct elements are in the buckets ``edge_bucket[offsets[u]:offsets[u+1]]``. Returns ``(person, bucket,
+    level)`` per unit, as :func:`dc_bucketed` shares them out (D'Hondt on each person's degree per bucket)."""
+    return _dhondt_units(
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        np.ascontiguousarray(edge_bucket, dtype=np.int64),
+        int(n_buckets),
+        _check_lmax(l_max),
+    )
 
 
 def bucket_count(

@@ -13,8 +13,8 @@ inside the pickled task closure, and nowhere else). Privacy noise, selection and
 driver, once, in the releases.
 
 Driver memory: aggregates are small (a histogram, a grid's count table, one row per user for means); the
-distinct-count graph is collected as an edge list and is refused above ``max_edges`` (default 5e7 edges,
-about 0.8 GB on the driver).
+exact distinct count collects the edge list and is refused above ``max_edges`` (default 5e7 edges); the
+bucketed distinct count (:meth:`SparkEngine.bucket_sums`) counts on the executors and has no such limit.
 """
 
 from __future__ import annotations
@@ -309,8 +309,8 @@ class SparkEngine(Engine):
         d = data.df.select(cols.user, cols.item).distinct()
         if d.limit(self.max_edges + 1).count() > self.max_edges:
             raise DataError(
-                f"the person-element edges exceed the driver limit {self.max_edges}; split the graph into connected "
-                "components on Spark and count each component (DC(D; l) adds up over components)"
+                f"the person-element edges exceed the driver limit {self.max_edges}; count on the executors "
+                "with method='bucketed' (--method bucketed)"
             )
         pdf = d.toPandas()
         return edges_from_pairs(pdf[cols.user].to_numpy(), pdf[cols.item].to_numpy())
@@ -320,7 +320,7 @@ class SparkEngine(Engine):
         data: SparkTable,
         n_buckets: int,
         bucket_of: Callable[[np.ndarray], np.ndarray],
-        shares: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+        shares: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
         count: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray],
         width: int,
     ) -> np.ndarray:
@@ -328,12 +328,13 @@ class SparkEngine(Engine):
         bucket reach the driver (the distinct count's path for graphs above the driver limit).
 
         The person-element edges are deduplicated, with the elements as text (as :meth:`edges` reads them);
-        ``bucket_of(labels)`` puts each element in a bucket; ``shares(edge_buckets)`` turns one person's
-        buckets (one per distinct element) into its ``(bucket, level)`` units; and
+        ``bucket_of(labels)`` puts each element in a bucket; ``shares(offsets, edge_buckets)`` turns persons'
+        buckets (one per distinct element, CSR by person) into their ``(person, bucket, level)`` units; and
         ``count(persons, elements, unit_persons, unit_levels)`` gives a bucket's ``width`` numbers from its
         edges and its persons' units. Returns the sum over the buckets."""
         import pandas as pd
         from pyspark.sql import functions as F
+        from pyspark.sql import types as T
 
         cols = data.columns
         if cols.item is None:
@@ -348,13 +349,18 @@ class SparkEngine(Engine):
 
         edges = d.mapInPandas(with_bucket, f"{user} {utype}, {item} string, _b long")
 
-        def units_of(pdf):
-            bucket, level = shares(pdf["_b"].to_numpy(dtype=np.int64))
-            key = pdf[user].iloc[0]
-            return pd.DataFrame({user: pd.Series([key] * bucket.size, dtype=pdf[user].dtype), "_b": bucket,
-                                 "_l": level})  # fmt: skip
+        def units_of(ds: UserDataset) -> pd.DataFrame:  # a batch of whole persons and their edges' buckets
+            person, bucket, level = shares(ds.offsets, ds.domain.labels[ds.items].astype(np.int64))
+            return pd.DataFrame({user: ds.user_ids[person], "_b": bucket, "_l": level})
 
-        units = edges.groupBy(user).applyInPandas(units_of, f"{user} {utype}, _b long, _l long")
+        units = self._by_users(
+            SparkTable(edges.select(user, "_b"), Columns(user, "_b"), None),
+            units_of,
+            T.StructType(
+                [T.StructField(user, d.schema[user].dataType), T.StructField("_b", T.LongType()),
+                 T.StructField("_l", T.LongType())]
+            ),
+        )  # fmt: skip
 
         def count_bucket(e, u):
             if e.empty:
