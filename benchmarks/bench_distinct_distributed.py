@@ -4,13 +4,16 @@
    exact count that the driver path computes, on IMDB (each review a person, as in Knop & Steinke): the
    relative gap of ``sum_b DC_b(l)`` to ``DC(D; l)`` at several ``l``, and the median released lower bound at
    epsilon = 1 over 21 seeds, for 1 to 64 buckets.
-2. **The driver path's memory** on Spark (local mode): the Python driver's peak resident memory while
-   :meth:`SparkEngine.edges` collects a synthetic edge list and the exact count runs, at growing sizes; the
-   bytes per edge, and the largest edge list a 64 GB driver holds, extrapolated linearly.
-3. **The bucketed path on Spark**: wall time of ``SparkEngine.bucket_sums`` at the same sizes (its driver
-   receives ``l_max`` numbers per bucket, whatever the size).
+2. **The driver path's memory**: the driver's peak resident memory from the collected edge list (a pandas
+   frame of (user, text) rows, as ``toPandas`` gives it) through the graph and the exact count, at growing
+   sizes without Spark; the bytes per edge at the margin, and the largest edge list a 64 GB driver holds,
+   extrapolated linearly.
+3. **Spark (local mode)**: the driver path (:meth:`SparkEngine.edges`) and the bucketed path
+   (``SparkEngine.bucket_sums``, whose driver receives ``l_max`` numbers per bucket whatever the size): wall
+   time and the Python driver's peak memory.
 
-Run: python benchmarks/bench_distinct_distributed.py [--imdb PATH] [--sizes 1e5,1e6,3e6] [--no-spark]
+Run: python benchmarks/bench_distinct_distributed.py [--imdb PATH] [--driver-sizes 1e6,1e7,3e7] [--sizes 1e5,1e6]
+[--no-spark]
 """
 
 from __future__ import annotations
@@ -59,6 +62,50 @@ print(f"{wall:.2f} {peak - base:.3f} {extra} {counts[-1]}")
 """
 
 
+DRIVER = r"""
+import resource, sys, time
+import numpy as np
+import pandas as pd
+from userdp.engines.base import edges_from_pairs
+from userdp.distinct import person_element_graph, dc_matching
+n = int(float(sys.argv[1]))
+rng = np.random.default_rng(0)
+users = rng.integers(0, max(n // 10, 1), n)
+items = np.char.add("w", (rng.zipf(1.3, n) % (n // 4 + 1)).astype(str)).astype(object)
+pdf = pd.DataFrame({"user": users, "item": items}).drop_duplicates()  # what toPandas() hands the driver
+del users, items
+def rss(field):  # GB
+    return next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith(field)) / 2**20
+base = rss("VmRSS:")
+open("/proc/self/clear_refs", "w").write("5")  # restart the peak (VmHWM) from here: the generation's is not ours
+t = time.perf_counter()
+g = person_element_graph(edges_from_pairs(pdf["user"].to_numpy(), pdf["item"].to_numpy()))
+dc_matching(g, 100)
+peak = rss("VmHWM:")
+print(f"{time.perf_counter() - t:.2f} {base:.3f} {peak:.3f} {g.n_edges}")
+"""
+
+
+def driver_memory(sizes: list[float]) -> None:
+    """The driver path after Spark's collect: the edge list as a pandas frame of (user, text) rows, the graph
+    and the exact count, in a fresh interpreter per size."""
+    rows = []
+    for n in sizes:
+        out = subprocess.run([sys.executable, "-c", DRIVER, str(n)], capture_output=True, text=True, timeout=3600)
+        if out.returncode != 0:
+            print(f"driver path at {n:g} failed: {out.stderr.strip().splitlines()[-1:]}")
+            continue
+        wall, base, peak, edges = out.stdout.split()[-4:]
+        rows.append((int(edges), float(base), float(peak)))
+        print(f"driver path, {int(edges):>11,} edges: {float(wall):6.1f} s; peak {float(peak):.2f} GB "
+              f"(the collected frame alone {float(base):.2f} GB)")  # fmt: skip
+    if len(rows) >= 2:
+        (e0, _, p0), (e1, _, p1) = rows[-2], rows[-1]
+        per_edge = (p1 - p0) * 2**30 / (e1 - e0)
+        print(f"  {per_edge:.0f} bytes per edge at the margin: a 64 GB driver holds about "
+              f"{(64 - p1) * 2**30 / per_edge + e1:.2e} edges (linear extrapolation)")  # fmt: skip
+
+
 def utility(path: str) -> None:
     from userdp.datasets import imdb_reviews
     from userdp.distinct import dc_bucketed, dc_matching, distinct_count, person_element_graph
@@ -105,11 +152,13 @@ def spark(sizes: list[float]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--imdb", default=str(SHARED))
-    ap.add_argument("--sizes", default="1e5,1e6,3e6")
+    ap.add_argument("--sizes", default="1e5,1e6", help="records for the Spark runs")
+    ap.add_argument("--driver-sizes", default="1e6,1e7,3e7", help="records for the driver path's memory")
     ap.add_argument("--no-spark", action="store_true")
     args = ap.parse_args()
     if Path(args.imdb).exists():
         utility(args.imdb)
+    driver_memory([float(x) for x in args.driver_sizes.split(",")])
     if not args.no_spark:
         spark([float(x) for x in args.sizes.split(",")])
 

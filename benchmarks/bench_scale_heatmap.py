@@ -16,18 +16,21 @@ and both branches of the auto release are not counted; the warm-up's peak RSS is
 
 * end to end: ``releases.heatmap(path, NYC_BOX, resolution, epsilon, engine=ChunkedEngine(rows_per_chunk))``
   (``--resolution`` cells along the longer side, the CLI's default 256, cells square on the ground), its wall
-  time and its interpreter's peak RSS (``ru_maxrss``) against 30 s and 1 GB;
+  time and its interpreter's peak RSS (``ru_maxrss``) against 30 s and 1 GB (the file has just been written:
+  it is read from the page cache);
 * the breakdown, in another interpreter: the Parquet read alone (``pyarrow.parquet.ParquetFile.iter_batches``
   with the engine's settings, the same columns and batch size), then one pass that replays
   ``ChunkedEngine.grid_sum`` step by step with timers -- reading the batches, cutting them after their last
   whole user, building each chunk's ``UserDataset`` (``engines.memory.load_table``), the contiguity check,
   gridding (``engines.memory.grid_rows``), aggregation (``_Rows.add`` / ``_Rows.total``: the exact
-  ``(cell, size)`` count tables) -- and the release (``auto_heatmap`` on the grid sum);
+  ``(cell, size)`` count tables) -- and the release (``auto_heatmap`` on the grid sum); with what the pass holds
+  at its end (the users' keys kept by ``_SeenUsers``, the largest count table and how often it was merged) and,
+  with ``--trace-memory``, the peak NumPy memory (tracemalloc) of each step and the Arrow pool's largest size;
 * with ``--profile``, a third interpreter runs the end-to-end call under cProfile (its time is inflated by
   the profiler) and prints the functions with the most own time.
 
 Run: python benchmarks/bench_scale_heatmap.py [--points 1e8] [--per-user 10 | --zipf 2.1] [--resolution 256]
-     [--rows-per-chunk 1000000] [--profile] [--verify] [--dir /tmp]
+     [--rows-per-chunk 1000000] [--repeat 3] [--profile] [--trace-memory] [--verify] [--dir /tmp]
 """
 
 from __future__ import annotations
@@ -169,7 +172,16 @@ T = dict.fromkeys(["read", "cut", "load", "seen", "grid", "aggregate", "release"
 cols = Columns("user", points=("lat", "lon"))
 pf = pq.ParquetFile(PATH, pre_buffer=False, buffer_size=1 << 20)
 batches = pf.iter_batches(batch_size=ROWS, columns=cols.names, use_threads=False)
-rows, seen, carry, chunks, users = _Rows(), _SeenUsers(), None, 0, 0
+class Rows(_Rows):  # _Rows, counting its merges and the largest table it holds
+    merges, held = 0, 0
+    def add(self, bins, sizes):
+        super().add(bins, sizes)
+        self.held = max(self.held, sum(k.size for k in self.keys))
+    def _merge(self):
+        self.merges += 1
+        self.held = max(self.held, sum(k.size for k in self.keys))
+        super()._merge()
+rows, seen, carry, chunks, users = Rows(), _SeenUsers(), None, 0, 0
 def step(t):
     ds = memory.load_table(t, cols, None)  # the heatmap release loads without a domain: the grid pass checks the box
     t1 = time.perf_counter(); T["load"] += t1 - t0_
@@ -226,7 +238,7 @@ if {verify}:
     out["verify_s"] = time.perf_counter() - t0_
 mem("release")
 out.update(stages=T, chunks=chunks, users=users, peak_mb=rss_mb(), branch=rel.params.get("branch"), mem=M,
-           seen_mb=sum(p.nbytes for p in seen.parts) / 2**20)
+           seen_mb=sum(p.nbytes for p in seen.parts) / 2**20, merges=rows.merges, held=rows.held)
 print(json.dumps(out))
 """
 
@@ -316,7 +328,10 @@ def main() -> None:
         for k, label in names.items():
             print(f"  {label:44s} {T[k]:8.2f} s {100 * T[k] / total:5.1f}%")
         print(f"  {'total of the steps':44s} {total:8.2f} s (pass wall {st['pass']:.2f} s)")
-        print(f"  users' keys kept for the contiguity check at the end: {st['seen_mb']:.1f} MB")
+        print(
+            f"  held at the end: the users' keys for the contiguity check {st['seen_mb']:.1f} MB; the (cell, size) "
+            f"count table at most {st['held']:,} rows ({st['held'] * 16 / 2**20:.0f} MB), merged {st['merges']} times"
+        )
         if args.trace_memory:
             print("  peak traced NumPy memory (tracemalloc) in each step, MB, and the Arrow pool's largest:")
             print("    " + ", ".join(f"{k} {v:.0f}" for k, v in st["mem"].items()))

@@ -27,7 +27,8 @@ the warm-up's peak RSS is the baseline):
 * with ``--profile``, a third interpreter runs the release under cProfile (inflated by the profiler) and lists
   the functions with the most own time and the userdp functions with the most cumulative time.
 
-Run: python benchmarks/bench_scale_itemwise.py [--items 1e9] [--m 100] [--model central] [--profile]
+Run: python benchmarks/bench_scale_itemwise.py [--items 1e9] [--m 100] [--model central] [--repeat 3] [--profile]
+     [--no-stages]
 """
 
 from __future__ import annotations

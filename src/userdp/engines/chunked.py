@@ -41,7 +41,9 @@ class _SeenUsers:
         self.top = None
 
     def add(self, keys: np.ndarray) -> None:
-        keys = np.unique(np.asarray(keys))
+        keys = np.asarray(keys)
+        if not _increasing(keys):  # (a chunk's keys arrive sorted and distinct when the file is sorted by user)
+            keys = np.unique(keys)
         if keys.size == 0:
             return
         if self.top is not None:
@@ -61,6 +63,16 @@ class _SeenUsers:
                 return
         self.parts.append(keys)
         self.top = keys[-1]
+
+
+def _increasing(keys: np.ndarray) -> bool:
+    """Whether ``keys`` is strictly increasing (then it is its own ``np.unique``)."""
+    if keys.size < 2 or keys.dtype.kind not in "iuUO":
+        return keys.size < 2
+    try:
+        return bool(np.all(keys[1:] > keys[:-1]))
+    except TypeError:
+        return False
 
 
 def _batches(source: Any, columns: Sequence[str], rows: int) -> Iterator[pa.RecordBatch]:
@@ -292,20 +304,23 @@ class _Rows:
     def __init__(self) -> None:
         self.keys: list[np.ndarray] = []
         self.counts: list[np.ndarray] = []
-        self.pending = 0
+        self.pending = 0  # rows added since the last merge
+        self.merged = 0  # rows of the merged table
 
     def add(self, bins: np.ndarray, sizes: np.ndarray) -> None:
         keys, counts = count_table(bins, sizes)
         self.keys.append(keys)
         self.counts.append(counts)
         self.pending += keys.size
-        if len(self.keys) > 1 and self.pending > 1_000_000:
+        # merge once the new rows outgrow the merged table (or a million rows): each merge then costs no more
+        # than the rows added since the last, instead of re-sorting a large table for every chunk
+        if len(self.keys) > 1 and self.pending > max(1_000_000, self.merged):
             self._merge()
 
     def _merge(self) -> None:
         b, n = decode_keys(np.concatenate(self.keys))
         keys, counts = count_table(b, n, np.concatenate(self.counts))
-        self.keys, self.counts, self.pending = [keys], [counts], keys.size
+        self.keys, self.counts, self.pending, self.merged = [keys], [counts], 0, keys.size
 
     def total(self, length: int) -> np.ndarray:
         if not self.keys:
