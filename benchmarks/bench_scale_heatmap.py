@@ -36,15 +36,13 @@ Run: python benchmarks/bench_scale_heatmap.py [--points 1e8] [--per-user 10 | --
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from _measure import run  # (benchmarks/_measure.py: the scripts run from the repository root)
 
 TARGET_S = 30.0
 TARGET_PEAK_MB = 1024.0
@@ -241,14 +239,6 @@ out.update(stages=T, chunks=chunks, users=users, peak_mb=rss_mb(), branch=rel.pa
            seen_mb=sum(p.nbytes for p in seen.parts) / 2**20, merges=rows.merges, held=rows.held)
 print(json.dumps(out))
 """
-
-
-def run(code: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    if out.returncode:
-        sys.stderr.write(out.stderr)
-        raise SystemExit(f"a measurement failed (exit {out.returncode})")
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:

@@ -34,10 +34,9 @@ Run: python benchmarks/bench_scale_itemwise.py [--items 1e9] [--m 100] [--model 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
+
+from _measure import run  # (benchmarks/_measure.py: the scripts run from the repository root)
 
 TARGET_S = 60.0
 TARGET_ITEMS = 10**9
@@ -191,14 +190,6 @@ floor_aes = (pc() - t0) / first.size
 print(json.dumps({{"gen_s": gen_s, "stages": T, "wall": wall, "peak_mb": rss_mb(), "floor_gkrr": floor_gkrr,
                    "floor_aes": floor_aes}}))
 """
-
-
-def run(code: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    if out.returncode:
-        sys.stderr.write(out.stderr)
-        raise SystemExit(f"a measurement failed (exit {out.returncode})")
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
