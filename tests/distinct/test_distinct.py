@@ -302,3 +302,24 @@ def test_bucketed_refuses_a_graph_without_labels():
     g = PersonElementGraph(np.array([0, 1]), np.array([0]), 1)
     with pytest.raises(DataError, match="labels"):
         dc_bucketed(g, 3, 2)
+
+
+@pytest.mark.parametrize("method", ["matching", "bucketed"])
+def test_release_publishes_nothing_read_off_the_data_but_the_value(method):
+    """Besides the noisy value, a release carries only functions of the public parameters and of the chosen
+    l: on two neighbouring datasets that choose the same l, everything else is equal (GEM's scores, exact
+    functions of DC(D; l), once leaked through ``extras``)."""
+    users, items = [0, 0, 1, 1], ["a", "b", "b", "c"]
+    d1 = UserDataset.from_arrays(np.array(users), np.array(items, dtype=object))
+    d2 = UserDataset.from_arrays(np.array(users + [2] * 3), np.array(items + ["x", "y", "z"], dtype=object))
+    compared = 0
+    for seed in range(30):
+        r1 = distinct_count(d1, 1.0, l_max=3, method=method, n_buckets=2, rng=seed)
+        r2 = distinct_count(d2, 1.0, l_max=3, method=method, n_buckets=2, rng=seed)
+        if r1.extras["bound"] == r2.extras["bound"]:
+            compared += 1
+            assert set(r1.extras) == set(r2.extras)
+            for k in r1.extras:
+                assert np.array_equal(np.asarray(r1.extras[k]), np.asarray(r2.extras[k])), k
+            assert r1.params == r2.params and r1.error.description == r2.error.description
+    assert compared > 0

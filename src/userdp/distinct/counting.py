@@ -590,9 +590,13 @@ def dc_bucketed(
     unit_person, unit_bucket, unit_level = _dhondt_units(graph.offsets, edge_bucket, int(n_buckets), l_max)
     person = np.repeat(np.arange(graph.n_persons), graph.degrees())
     out = np.zeros(l_max, np.int64)
-    for b in range(int(n_buckets)):
-        e = edge_bucket == b
-        u = unit_bucket == b
+    by_edge = np.argsort(edge_bucket, kind="stable")  # each bucket's edges and units as one slice, not a scan
+    by_unit = np.argsort(unit_bucket, kind="stable")
+    e_cut = np.searchsorted(edge_bucket[by_edge], np.arange(int(n_buckets) + 1))
+    u_cut = np.searchsorted(unit_bucket[by_unit], np.arange(int(n_buckets) + 1))
+    for b in np.flatnonzero(e_cut[1:] > e_cut[:-1]):  # (a bucket without edges counts 0)
+        e = by_edge[e_cut[b] : e_cut[b + 1]]
+        u = by_unit[u_cut[b] : u_cut[b + 1]]
         out += bucket_count(person[e], graph.adj[e], unit_person[u], unit_level[u], l_max)
     return out
 

@@ -283,7 +283,7 @@ def distinct_count(
     z = int(discrete_laplace(cal.t, 1, src)[0])
     value = float((int(plan.lattice[idx]) + z - int(plan.shift_units[idx])) * cal.granularity)
     scale, shift = cal.scale, float(plan.shift_units[idx] * cal.granularity)
-    e_sel, e_cnt, scores = plan.epsilon_select, plan.epsilon_count, plan.scores
+    e_sel, e_cnt = plan.epsilon_select, plan.epsilon_count
     l_max = int(l_max)
     return Release(
         value=value,
@@ -294,6 +294,7 @@ def distinct_count(
             "beta": beta,
             "l_max": l_max,
             "method": method,
+            **({"n_buckets": int(n_buckets)} if method == "bucketed" else {}),
             "epsilon_select": e_sel,
             "epsilon_count": e_cnt,
         },
@@ -303,5 +304,7 @@ def distinct_count(
             bound=None,
             confidence=1 - beta,
         ),
-        extras={"bound": l_hat, "scale": scale, "shift": shift, "gem_scores": scores},
+        # (GEM's scores stay inside: they are exact functions of DC(D; l), so publishing them would reveal
+        # the data; only l_hat, the noise's scale and the public shift go out)
+        extras={"bound": l_hat, "scale": scale, "shift": shift},
     )

@@ -55,6 +55,7 @@ def distinct(
         As in :func:`userdp.releases.heatmap`.
     """
     check_parameters(epsilon, beta, l_max, method, n_buckets=n_buckets)
+    l_max, n_buckets = int(l_max), int(n_buckets)
     eng = get_engine(engine)
     data = eng.load(source, Columns(user, item, tokenize=tokenize))
     if method == "bucketed" and hasattr(eng, "bucket_sums"):  # the buckets counted where the data is
