@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _measure import run  # (benchmarks/_measure.py: the scripts run from the repository root)
+from _measure import print_profile, profile_code, run  # benchmarks/_measure.py (run from the repo root)
 
 TARGET_S = 30.0
 TARGET_PEAK_MB = 1024.0
@@ -119,23 +119,6 @@ rel = releases.heatmap(PATH, NYC_BOX, RES, EPS, engine=ChunkedEngine(ROWS))
 secs = time.perf_counter() - t0
 print(json.dumps({"warm_s": WARM_S, "base_mb": BASE_MB, "secs": secs, "peak_mb": rss_mb(),
                   "branch": rel.params.get("branch"), "shape": rel.params["shape"]}))
-"""
-
-PROFILE = """
-import cProfile, pstats
-pr = cProfile.Profile()
-t0 = time.perf_counter()
-pr.enable()
-releases.heatmap(PATH, NYC_BOX, RES, EPS, engine=ChunkedEngine(ROWS))
-pr.disable()
-secs = time.perf_counter() - t0
-st = pstats.Stats(pr)
-rows = []
-for (f, line, name), (cc, nc, tt, ct, _) in st.stats.items():
-    rows.append((tt, ct, nc, f"{{f.split('site-packages/')[-1].split('src/')[-1]}}:{{line}}({{name}})"))
-rows.sort(reverse=True)
-cum = sorted((r for r in rows if "userdp/" in r[3]), key=lambda r: -r[1])
-print(json.dumps({{"secs": secs, "top": rows[:{top}], "cum": cum[:{top}]}}))
 """
 
 STAGES = """
@@ -326,13 +309,9 @@ def main() -> None:
             print("  peak traced NumPy memory (tracemalloc) in each step, MB, and the Arrow pool's largest:")
             print("    " + ", ".join(f"{k} {v:.0f}" for k, v in st["mem"].items()))
         if args.profile:
-            pr = run(PRELUDE.format(**fmt) + PROFILE.format(top=args.top))
-            print(f"cProfile of the end-to-end call ({pr['secs']:.1f} s under the profiler); own time, cumulative:")
-            for tt, ct, nc, name in pr["top"]:
-                print(f"  {tt:7.2f} {ct:7.2f} {nc:>9} {name}")
-            print("userdp functions by cumulative time:")
-            for tt, ct, nc, name in pr["cum"]:
-                print(f"  {tt:7.2f} {ct:7.2f} {nc:>9} {name}")
+            call = "releases.heatmap(PATH, NYC_BOX, RES, EPS, engine=ChunkedEngine(ROWS))"
+            pr = run(PRELUDE.format(**fmt) + profile_code(call, args.top))
+            print_profile(pr, "the end-to-end call")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from _measure import run  # (benchmarks/_measure.py: the scripts run from the repository root)
+from _measure import print_profile, profile_code, run  # benchmarks/_measure.py (run from the repo root)
 
 TARGET_S = 60.0
 TARGET_ITEMS = 10**9
@@ -83,22 +83,6 @@ secs = time.perf_counter() - t0
 assert rel.extras["counts"].sum() == N_USERS * M == n
 print(json.dumps({"warm_s": WARM_S, "base_mb": BASE_MB, "gen_s": gen_s, "secs": secs, "peak_mb": rss_mb(),
                   "alpha0": rel.params["alpha0"], "route": rel.params["route"]}))
-"""
-
-PROFILE = """
-import cProfile, pstats
-pr = cProfile.Profile()
-t0 = time.perf_counter()
-pr.enable()
-release(N_USERS)
-pr.disable()
-secs = time.perf_counter() - t0
-rows = []
-for (f, line, name), (cc, nc, tt, ct, _) in pstats.Stats(pr).stats.items():
-    rows.append((tt, ct, nc, f"{{f.split('site-packages/')[-1].split('src/')[-1]}}:{{line}}({{name}})"))
-rows.sort(reverse=True)
-cum = sorted((r for r in rows if "userdp/" in r[3]), key=lambda r: -r[1])
-print(json.dumps({{"secs": secs, "top": rows[:{top}], "cum": cum[:{top}]}}))
 """
 
 STAGES = """
@@ -249,13 +233,8 @@ def main() -> None:
             f"{items * st['floor_gkrr']:.2f} s, {items * st['floor_aes']:.2f} s)"
         )
     if args.profile:
-        pr = run(PRELUDE.format(**fmt) + PROFILE.format(top=args.top))
-        print(f"cProfile of the release ({pr['secs']:.1f} s under the profiler); own time, cumulative, calls:")
-        for tt, ct, nc, name in pr["top"]:
-            print(f"  {tt:7.2f} {ct:7.2f} {nc:>9} {name}")
-        print("userdp functions by cumulative time:")
-        for tt, ct, nc, name in pr["cum"]:
-            print(f"  {tt:7.2f} {ct:7.2f} {nc:>9} {name}")
+        pr = run(PRELUDE.format(**fmt) + profile_code("release(N_USERS)", args.top))
+        print_profile(pr, "the release")
 
 
 if __name__ == "__main__":
