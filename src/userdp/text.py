@@ -1,13 +1,13 @@
 r"""Words of text: the tokenizer every engine uses, and a compiled version of it for whole columns.
 
 :func:`tokenize` is the definition: Python's ``re.findall(r"\w+", text.lower())`` (Unicode word
-characters, full Unicode lower-casing), as in Knop & Steinke's experiments. :func:`tokenize_column` gives
-the same words for a whole Arrow column of text, in order, about four times faster: rows that are pure
-ASCII (91% of the IMDB reviews) are split by one compiled pass over the column's UTF-8 bytes, where
-``\w`` is ``[A-Za-z0-9_]`` and lower-casing is ``A-Z -> a-z`` exactly as Python does them on ASCII text;
-every other row goes through :func:`tokenize` itself. No library's kernel is used for the split because
-none has Python's definitions (Arrow's and Polars' regular expressions use RE2 or Rust's ``regex``, whose
-``\w`` and lower-casing differ on non-ASCII text, which would change the vocabulary).
+characters, full Unicode lower-casing), as in Knop & Steinke's experiments. :func:`tokenize_codes` gives the
+same words for a whole Arrow column, as codes into the sorted vocabulary, splitting and hashing in one
+compiled pass over the column's UTF-8 bytes with per-code-point tables built from Python's own ``str.lower``
+and ``re``; the rare row those tables cannot split goes through :func:`tokenize` itself.
+:func:`tokenize_column` spells the words out. No library's kernel is used for the split because none has
+Python's definitions (Arrow's and Polars' regular expressions use RE2 or Rust's ``regex``, whose ``\w`` and
+lower-casing differ on non-ASCII text, which would change the vocabulary).
 """
 
 from __future__ import annotations
@@ -55,6 +55,20 @@ def _code_point_tables() -> tuple[np.ndarray, np.ndarray]:
     return lower, word
 
 
+@njit(cache=True, inline="always")
+def _decode(data, i):
+    """The code point starting at byte ``i`` of UTF-8 text and the next position (a lead byte from 0xF0 on,
+    a code point beyond the tables, gives ``-1``)."""
+    b = data[i]
+    if b < 0x80:
+        return np.int64(b), i + 1
+    if b < 0xE0:
+        return np.int64(((b & 0x1F) << 6) | (data[i + 1] & 0x3F)), i + 2
+    if b < 0xF0:
+        return np.int64(((b & 0x0F) << 12) | ((data[i + 1] & 0x3F) << 6) | (data[i + 2] & 0x3F)), i + 3
+    return np.int64(-1), i + 4
+
+
 @njit(cache=True)
 def _table_rows(data, offs, lower):
     """Rows whose every code point has a table entry (pure ASCII rows always do)."""
@@ -64,20 +78,8 @@ def _table_rows(data, offs, lower):
         i = offs[r]
         end = offs[r + 1]
         while i < end:
-            b = data[i]
-            if b < 0x80:
-                i += 1
-                continue
-            if b < 0xE0:
-                c = ((b & 0x1F) << 6) | (data[i + 1] & 0x3F)
-                i += 2
-            elif b < 0xF0:
-                c = ((b & 0x0F) << 12) | ((data[i + 1] & 0x3F) << 6) | (data[i + 2] & 0x3F)
-                i += 3
-            else:
-                ok[r] = False
-                break
-            if lower[c] < 0:
+            c, i = _decode(data, i)
+            if c < 0 or lower[c] < 0:
                 ok[r] = False
                 break
     return ok
@@ -133,16 +135,7 @@ def _scan_rows(r, t, k, nv, data, offs, table_ok, lower, word, other_data, other
         while pending or left > 0:
             if pending:
                 if i < end:
-                    b = data[i]
-                    if b < 0x80:
-                        c = np.int64(b)
-                        i += 1
-                    elif b < 0xE0:
-                        c = ((b & 0x1F) << 6) | (data[i + 1] & 0x3F)
-                        i += 2
-                    else:
-                        c = ((b & 0x0F) << 12) | ((data[i + 1] & 0x3F) << 6) | (data[i + 2] & 0x3F)
-                        i += 3
+                    c, i = _decode(data, i)  # (a row with table_ok has no lead byte from 0xF0 on)
                     if word[c]:
                         wlen = _put_utf8(wbuf, wlen, lower[c])
                         continue
@@ -247,6 +240,21 @@ def _renumber(codes, rank):
         codes[j] = rank[codes[j]]
 
 
+def _one_array(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A chunked column as one array (without a copy when it has one chunk)."""
+    if isinstance(arr, pa.ChunkedArray):
+        return arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    return arr
+
+
+def _sorted_ranks(distinct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct strings sorted (code-point order, as ``np.unique``) and each one's rank in that order."""
+    perm = np.argsort(distinct, kind="stable")
+    rank = np.empty(perm.size, dtype=np.int64)
+    rank[perm] = np.arange(perm.size, dtype=np.int64)
+    return distinct[perm], rank
+
+
 def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """The UTF-8 bytes and ``int64`` offsets of a (large) string array, without copying the bytes."""
     arr = arr.cast(pa.large_string())
@@ -270,8 +278,7 @@ def tokenize_codes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.nd
     library implements (Arrow's and Polars' regular expressions are RE2 and Rust's ``regex``, whose ``\w``
     differ), and splitting and hashing in one compiled pass saves materializing 12 million word strings
     for IMDB (4.5 s -> 1 s from the Arrow column to the codes)."""
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
+    texts = _one_array(texts)
     n = len(texts)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.empty(0, dtype=object)
@@ -295,11 +302,9 @@ def tokenize_codes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.nd
     cls = pa.LargeStringArray if wide else pa.StringArray
     distinct = cls.from_buffers(v_off.size - 1, pa.py_buffer(v_off if wide else v_off.astype(np.int32)),
                                 pa.py_buffer(vocab)).to_numpy(zero_copy_only=False)  # fmt: skip
-    perm = np.argsort(distinct, kind="stable")
-    rank = np.empty(perm.size, dtype=np.int64)
-    rank[perm] = np.arange(perm.size, dtype=np.int64)
+    vocabulary, rank = _sorted_ranks(distinct)
     _renumber(codes, rank)
-    return counts, codes, distinct[perm]
+    return counts, codes, vocabulary
 
 
 def tokenize_column(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
@@ -316,11 +321,6 @@ def encode_strings(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndar
 
     Arrow's hash dictionary encoding finds the distinct strings in one pass; only those are sorted, and the
     codes renumbered into that order."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    enc = arr.dictionary_encode()
-    distinct = enc.dictionary.to_numpy(zero_copy_only=False)
-    perm = np.argsort(distinct, kind="stable")
-    rank = np.empty(perm.size, dtype=np.int64)
-    rank[perm] = np.arange(perm.size, dtype=np.int64)
-    return distinct[perm], rank[enc.indices.to_numpy(zero_copy_only=False)]
+    enc = _one_array(arr).dictionary_encode()
+    uniq, rank = _sorted_ranks(enc.dictionary.to_numpy(zero_copy_only=False))
+    return uniq, rank[enc.indices.to_numpy(zero_copy_only=False)]

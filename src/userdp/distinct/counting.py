@@ -10,11 +10,15 @@ person degree.
   raising every person's capacity by one keeps the previous matching feasible, so each ``l`` starts from
   the previous flow, first hands out still-free elements greedily (per-person pointers; an element once
   matched is never freed, so this is ``O(E)`` over all ``l``), then runs Hopcroft-Karp phases (layered BFS,
-  DFS along the layers) until no augmenting path is left. Each phase searches from the side whose first
-  layer is cheaper: from the persons with spare capacity (few while ``l`` is small), or from the free
+  DFS along the layers) until no augmenting path is left. A person still short of its capacity when a
+  level's matching is maximum is dead: it never gains again and no augmenting path runs through it, so
+  the phases start from the live persons only and skip the dead. Each phase searches from the side whose
+  first layer is cheaper: from the persons with spare capacity (few while ``l`` is small), or from the free
   elements (few once ``l`` is large) over the transposed lists. Once every element is kept, ``DC`` stays at
-  its maximum and the search stops. (IMDB, ``l <= 100``: 3.5 s -> 1.7 s; the values are the same, as any
-  maximum matching has the same size.)
+  its maximum and the search stops. (IMDB, ``l <= 100``: 3.5 s -> 0.8-1.1 s; 9.8e7 synthetic pairs in 32 s;
+  the values are the same, as any maximum matching has the same size.)
+* :func:`dc_bucketed` -- a lower bound on ``DC(D; l)`` with sensitivity ``l`` that splits into public buckets
+  of elements, each counted exactly on its own (the Spark engine counts them on its executors).
 * :func:`dc_greedy` -- Algorithm 2: for ``l = 1..l_max``, persons in a fixed order each take the first
   element of their list (in a fixed global element order) that nobody has taken. Sensitivity ``l``,
   a 2-approximation of ``DC(D; l)``, ``O(E)`` for all ``l``.
