@@ -143,3 +143,21 @@ def test_seeded_masters_are_reproducible_and_marked(fixed_urandom):
     with pytest.raises(TypeError):
         KeyedStreams(1.5)
     assert isinstance(a.source(1), KeyedSource) and isinstance(a.source(1), RandomSource)
+
+
+def test_large_fills_read_a_keyed_stream_in_its_one_fixed_pattern(monkeypatch):
+    """The OS CSPRNG's large fills run on threads and carry unread words over; a keyed stream must not (two
+    engines replaying a user's stream must draw alike), even with threads available."""
+    import userdp.noise.sources as sources
+
+    monkeypatch.setattr(sources, "_THREADS", 2)
+    streams = KeyedStreams()
+    n = sources._PARALLEL_MIN + 3
+    a = discrete_laplace(3, n, rng=streams.source("u", "p"))
+    b_src = streams.source("u", "p")
+    assert np.array_equal(discrete_laplace(3, n, rng=b_src), a)
+    # the fixed pattern: 16 words reserved per item and batch, the unread ones thrown away (as before)
+    c_src = streams.source("u", "p")
+    monkeypatch.setattr(sources, "_THREADS", 1)
+    assert np.array_equal(discrete_laplace(3, n, rng=c_src), a)
+    assert np.array_equal(b_src.words(4), c_src.words(4))

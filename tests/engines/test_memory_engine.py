@@ -9,7 +9,7 @@ import pytest
 
 from userdp.data import FiniteDomain, UserDataset, group_by_user
 from userdp.engines import ChunkedEngine, Columns, Engine, MemoryEngine, get_engine
-from userdp.engines.base import sum_by_size, user_means
+from userdp.engines.base import count_table, sum_by_size, user_count_table, user_means
 from userdp.errors import DataError, ParameterError
 
 
@@ -62,6 +62,59 @@ def test_sum_by_size_does_not_depend_on_the_split_or_the_order():
     key, counts = np.unique(np.stack([bins, sizes], 1), axis=0, return_counts=True)
     assert np.array_equal(sum_by_size(key[:, 0], key[:, 1], counts, 50), ref)
     assert np.allclose(ref, np.bincount(bins, weights=1.0 / sizes, minlength=50), rtol=1e-12)
+
+
+def _table_by_sorting(bins: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.unique((bins.astype(np.int64) << 31) | sizes, return_counts=True)
+
+
+@pytest.mark.parametrize("kind", ["uniform", "few", "heavy", "shuffled"])
+def test_count_table_by_runs_equals_the_sorted_table(kind):
+    """The compiled table (runs of equal sizes per bin, merged) gives exactly np.unique's keys and totals, for
+    rows grouped by user and for rows in any order, with sizes equal, few or heavy-tailed (many runs per bin,
+    past the first run list's 4,096 entries)."""
+    rng = np.random.default_rng(len(kind))
+    n_users = 30_000
+    per = {
+        "uniform": np.full(n_users, 7),
+        "few": rng.choice([1, 2, 50], n_users),
+        "heavy": np.minimum(rng.zipf(1.6, n_users), 5_000),
+        "shuffled": rng.integers(1, 40, n_users),
+    }[kind]
+    offsets = np.r_[0, np.cumsum(per)]
+    bins = rng.integers(0, 300, offsets[-1])
+    sizes = np.repeat(per, per)
+    if kind == "shuffled":
+        p = rng.permutation(bins.size)
+        bins, sizes = bins[p], sizes[p]
+    keys, totals = count_table(bins, sizes)
+    ref_keys, ref_totals = _table_by_sorting(bins, sizes)
+    assert np.array_equal(keys, ref_keys) and np.array_equal(totals, ref_totals)
+    if kind != "shuffled":
+        keys, totals = user_count_table(offsets, bins, 300)
+        assert np.array_equal(keys, ref_keys) and np.array_equal(totals, ref_totals)
+    # bins too spread for a table over the bins: the sort
+    wide = bins * 10**6
+    keys, totals = count_table(wide, sizes)
+    assert np.array_equal(keys, _table_by_sorting(wide, sizes)[0]) and np.array_equal(totals, ref_totals)
+
+
+def test_user_count_table_drops_rows_without_a_bin_and_counts_the_rest():
+    """A row with bin -1 (a point outside the box, dropped) is not counted, and its user's size counts only
+    the rows kept; a user left with none contributes nothing."""
+    rng = np.random.default_rng(9)
+    per = rng.integers(0, 12, 5_000)
+    offsets = np.r_[0, np.cumsum(per)]
+    bins = rng.integers(-1, 64, offsets[-1])
+    users = np.repeat(np.arange(per.size), per)
+    kept = bins >= 0
+    size = np.bincount(users[kept], minlength=per.size)
+    ref_keys, ref_totals = _table_by_sorting(bins[kept], size[users[kept]])
+    keys, totals = user_count_table(offsets, bins, 64)
+    assert np.array_equal(keys, ref_keys) and np.array_equal(totals, ref_totals)
+    assert user_count_table(np.array([0, 2]), np.array([-1, -1]), 4)[0].size == 0
+    with pytest.raises(DataError):
+        user_count_table(offsets, bins, 10)
 
 
 def test_user_means_do_not_depend_on_the_order_within_a_user():

@@ -46,6 +46,8 @@ __all__ = [
     "edges_from_pairs",
     "edges_of_dataset",
     "sum_by_size",
+    "sum_table",
+    "user_count_table",
     "user_means",
 ]
 
@@ -196,14 +198,172 @@ def check_grid(box: BoxDomain, shape: int | tuple[int, int]) -> GridShape:
 _SIZE_BITS = 31  # a (bin, size) row is the key bin * 2^31 + size: sizes below 2^31, bins below 2^32
 
 
+# The (bin, size) table without sorting the rows. Each bin keeps a running count of rows of one size, packed
+# with that size in one word (size << 32 | count); a row of another size ends the run, which goes to a list.
+# The runs (one per bin when a bin's users share a size, and never more than the rows plus the bins) are then
+# put in (bin, size) order by a counting sort on the bin and a sort of each bin's runs, equal sizes added up.
+# The compiled passes stop when the run list is full, and the driver grows it: arrays reassigned inside the
+# hot loop cost numba reference counting on every row (7x slower).
+
+_RUN_FULL = (1 << 32) - 1
+
+
+@njit(cache=True)
+def _table_of_runs(runs, n_bins):
+    """The runs ``(bin, size, count)`` merged into count_table's sorted keys and totals."""
+    n_runs = runs.shape[0]
+    start = np.zeros(n_bins + 1, np.int64)
+    for r in range(n_runs):
+        start[runs[r, 0] + 1] += 1
+    for b in range(n_bins):
+        start[b + 1] += start[b]
+    fill = start[:-1].copy()
+    sizes = np.empty(n_runs, np.int64)  # grouped by bin
+    counts = np.empty(n_runs, np.int64)
+    for r in range(n_runs):
+        b = runs[r, 0]
+        sizes[fill[b]] = runs[r, 1]
+        counts[fill[b]] = runs[r, 2]
+        fill[b] += 1
+    keys = np.empty(n_runs, np.int64)
+    totals = np.empty(n_runs, np.int64)
+    k = 0
+    for b in range(n_bins):
+        lo, hi = start[b], start[b + 1]
+        if hi == lo:
+            continue
+        if hi - lo == 1:
+            keys[k] = (np.int64(b) << 31) | sizes[lo]
+            totals[k] = counts[lo]
+            k += 1
+            continue
+        order = np.argsort(sizes[lo:hi]) + lo
+        for j in range(order.size):
+            r = order[j]
+            if j > 0 and sizes[r] == sizes[order[j - 1]]:
+                totals[k - 1] += counts[r]
+            else:
+                keys[k] = (np.int64(b) << 31) | sizes[r]
+                totals[k] = counts[r]
+                k += 1
+    return keys[:k], totals[:k]
+
+
+@njit(cache=True, inline="always")
+def _add_row(state, b, s, runs, k):
+    """Count a row of size ``s`` in bin ``b``; a run it ends goes to ``runs[k]``. Returns the new ``k``; the
+    caller keeps ``k < len(runs)``."""
+    v = state[b]
+    if (v >> 32) != s or (v & _RUN_FULL) == _RUN_FULL:
+        if v != 0:
+            runs[k, 0] = b
+            runs[k, 1] = v >> 32
+            runs[k, 2] = v & _RUN_FULL
+            k += 1
+        v = s << 32
+    state[b] = v + 1
+    return k
+
+
+@njit(cache=True)
+def _rows_pass(state, bins, sizes, i, runs, k):
+    """Rows from ``i`` on until done or ``runs`` is full; returns ``(i, k)``."""
+    while i < bins.size and k < runs.shape[0]:
+        k = _add_row(state, bins[i], np.int64(sizes[i]), runs, k)
+        i += 1
+    return i, k
+
+
+@njit(cache=True)
+def _users_pass(state, offsets, bins, dropped, u, runs, k):
+    """Users from ``u`` on until done or the next user might overflow ``runs``; returns ``(u, k)``."""
+    while u < offsets.size - 1:
+        lo, hi = offsets[u], offsets[u + 1]
+        if k + (hi - lo) > runs.shape[0]:
+            break
+        s = np.int64(hi - lo)
+        if dropped:
+            s = 0
+            for i in range(lo, hi):
+                if bins[i] >= 0:
+                    s += 1
+        for i in range(lo, hi):
+            b = bins[i]
+            if b >= 0:
+                k = _add_row(state, b, s, runs, k)
+        u += 1
+    return u, k
+
+
+@njit(cache=True)
+def _close_runs(state, runs, k):
+    """The runs still open in ``state`` appended to ``runs[:k]``, all merged (:func:`_table_of_runs`)."""
+    n_open = 0
+    for b in range(state.size):
+        if state[b] != 0:
+            n_open += 1
+    out = np.empty((k + n_open, 3), np.int64)
+    out[:k] = runs[:k]
+    for b in range(state.size):
+        v = state[b]
+        if v != 0:
+            out[k, 0] = b
+            out[k, 1] = v >> 32
+            out[k, 2] = v & _RUN_FULL
+            k += 1
+    return _table_of_runs(out, state.size)
+
+
+def _more_runs(runs: np.ndarray, at_least: int) -> np.ndarray:
+    bigger = np.empty((max(2 * runs.shape[0], at_least), 3), np.int64)
+    bigger[: runs.shape[0]] = runs
+    return bigger
+
+
+def _table_of_rows(bins: np.ndarray, sizes: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """count_table(bins, sizes) in one compiled pass over the rows, then the runs merged."""
+    state = np.zeros(n_bins, np.int64)
+    runs = np.empty((4096, 3), np.int64)
+    i = k = 0
+    while True:
+        i, k = _rows_pass(state, bins, sizes, i, runs, k)
+        if i >= bins.size:
+            return _close_runs(state, runs, k)
+        runs = _more_runs(runs, 0)
+
+
+def _table_of_users(offsets: np.ndarray, bins: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """count_table of the rows ``(bins[i], size of i's user)`` with ``bins[i] >= 0``, where user ``u`` holds
+    rows ``offsets[u]:offsets[u+1]`` and its size counts its rows with a bin."""
+    dropped = bool(bins.size and bins.min() < 0)
+    state = np.zeros(n_bins, np.int64)
+    runs = np.empty((4096, 3), np.int64)
+    u = k = 0
+    while True:
+        u, k = _users_pass(state, offsets, bins, dropped, u, runs, k)
+        if u >= offsets.size - 1:
+            return _close_runs(state, runs, k)
+        runs = _more_runs(runs, k + int(offsets[u + 1] - offsets[u]) + 1)
+
+
+def _dense_bins(n_rows: int, n_bins: int) -> bool:
+    """Whether a counting sort over ``n_bins`` bins is worth (and cheap enough in memory for) ``n_rows``."""
+    return n_bins <= 4 * n_rows + (1 << 20)
+
+
 def count_table(bins: np.ndarray, sizes: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The exact table ``T[bin, size]`` of integer rows (``counts`` items, or one item per row when ``None``),
     as sorted keys ``bin * 2^31 + size`` and their integer totals. Tables of parts add up: pass the
-    concatenated keys (decoded with :func:`decode_keys`) and totals again."""
+    concatenated keys (decoded with :func:`decode_keys`) and totals again.
+
+    One row per item over a modest range of bins (a grid, a vocabulary) is tabled by a compiled counting
+    sort on the bin, in time linear in the rows; otherwise by sorting the keys."""
     bins = np.asarray(bins, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
-    if sizes.size and (sizes.max() >= 1 << _SIZE_BITS or sizes.min() < 1 or bins.min() < 0):
+    if sizes.size and (sizes.max() >= 1 << _SIZE_BITS or sizes.min() < 1 or bins.min() < 0 or bins.max() >= 1 << 32):
         raise DataError("a user holds more than 2^31 items, or a bin or size is out of range")
+    if counts is None and bins.size and _dense_bins(bins.size, int(bins.max()) + 1):
+        return _table_of_rows(bins, sizes, int(bins.max()) + 1)
     key = (bins << _SIZE_BITS) | sizes
     if counts is None:
         return np.unique(key, return_counts=True)
@@ -211,6 +371,25 @@ def count_table(bins: np.ndarray, sizes: np.ndarray, counts: np.ndarray | None =
     key = key[order]
     starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if key.size else np.empty(0, np.int64)
     return key[starts], np.add.reduceat(np.asarray(counts, dtype=np.int64)[order], starts) if key.size else key
+
+
+def user_count_table(offsets: np.ndarray, bins: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`count_table` of the rows ``(bins[i], size of row i's user)`` for the rows with ``bins[i] >= 0``,
+    where user ``u`` holds rows ``offsets[u]:offsets[u+1]`` and its size counts only its rows with a bin
+    (``-1`` marks a row dropped, e.g. a point outside the box). The in-memory engine's path: no per-row user
+    index or size array is built."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    bins = np.asarray(bins, dtype=np.int64)
+    if bins.size and int(bins.max()) >= n_bins:
+        raise DataError("a bin is out of range")
+    if np.any(np.diff(offsets) >= 1 << _SIZE_BITS):
+        raise DataError("a user holds more than 2^31 items, or a bin or size is out of range")
+    if not _dense_bins(bins.size, n_bins):
+        users = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+        kept = bins >= 0
+        size = np.bincount(users[kept], minlength=offsets.size - 1)
+        return count_table(bins[kept], size[users[kept]])
+    return _table_of_users(offsets, bins, n_bins)
 
 
 def decode_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -227,8 +406,12 @@ def sum_by_size(bins: np.ndarray, sizes: np.ndarray, counts: np.ndarray | None, 
     its terms in order of increasing size. The result depends only on the multiset of rows, not on their
     order or on how they were split between chunks or tasks.
     """
+    return sum_table(*count_table(bins, sizes, counts), length)
+
+
+def sum_table(keys: np.ndarray, totals: np.ndarray, length: int) -> np.ndarray:
+    """:func:`sum_by_size` from the table :func:`count_table` (or :func:`user_count_table`) gives."""
     out = np.zeros(int(length), dtype=np.float64)
-    keys, totals = count_table(bins, sizes, counts)
     if keys.size == 0:
         return out
     b, n = decode_keys(keys)  # sorted by (bin, size)

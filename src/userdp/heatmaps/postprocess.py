@@ -72,15 +72,46 @@ def smooth_within_parts(v: np.ndarray, parts: np.ndarray, sigmas: tuple[float, .
         return v  # one part: nothing to lean towards (the zero border would only pull mass to the middle)
     totals = np.bincount(labels, v.ravel(), minlength=k)
     out = v
-    from scipy.ndimage import gaussian_filter  # imported on use (0.1 s)
-
     for sigma in sigmas:
-        blurred = gaussian_filter(out, float(sigma), mode="constant")
+        blurred = gaussian_blur(out, float(sigma))
         got = np.bincount(labels, blurred.ravel(), minlength=k)
         ok = got > 0
         scale = np.divide(totals, got, out=np.zeros_like(totals), where=ok)
         out = np.where(ok[labels].reshape(v.shape), blurred * scale[labels].reshape(v.shape), out)
     return out
+
+
+_FFT_RADIUS = 24  # wider kernels are applied by FFT (3x faster at sigma = 64 on 1024 x 1024)
+
+
+def gaussian_blur(v: np.ndarray, sigma: float) -> np.ndarray:
+    """``scipy.ndimage.gaussian_filter(v, sigma, mode="constant")`` (zero outside the grid, kernel truncated at
+    4 sigma), non-negative. Kernels wider than 49 cells are applied by FFT along each axis, which agrees with
+    SciPy's direct correlation to about 1e-15 of the largest value; values FFT round-off leaves below zero
+    are set to 0."""
+    radius = int(4.0 * sigma + 0.5)
+    if radius <= _FFT_RADIUS:
+        from scipy.ndimage import gaussian_filter  # imported on use (0.1 s)
+
+        return gaussian_filter(v, sigma, mode="constant")
+    x = np.arange(-radius, radius + 1, dtype=np.float64)
+    w = np.exp(-0.5 * x * x / (sigma * sigma))
+    w /= w.sum()  # SciPy's kernel: the same formula, the same truncation
+    out = _fft_filter(np.asarray(v, dtype=np.float64), w, 0)
+    out = _fft_filter(out, w, 1)
+    return np.maximum(out, 0.0, out=out)
+
+
+def _fft_filter(v: np.ndarray, w: np.ndarray, axis: int) -> np.ndarray:
+    """Correlate ``v`` along ``axis`` with the symmetric kernel ``w`` (odd length), zero outside, by FFT
+    (``scipy.fft``; ``scipy.signal`` costs a second to import)."""
+    from scipy import fft
+
+    n, r = v.shape[axis], w.size // 2
+    size = fft.next_fast_len(n + w.size - 1, real=True)
+    spectrum = fft.rfft(v, size, axis=axis) * np.expand_dims(fft.rfft(w, size), 1 - axis)
+    full = fft.irfft(spectrum, size, axis=axis)  # the full linear convolution, v[0] at index 0 ... + r
+    return np.take(full, np.arange(r, r + n), axis=axis)
 
 
 def add_floor(v: np.ndarray, floor: float) -> np.ndarray:

@@ -22,7 +22,8 @@ _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 #
 # Batch kernels have the signature ``kernel(words, start, stop, out, *params) -> (i, pos)``: they fill
 # ``out[start:stop]`` and return the first unfinished index ``i`` (``stop`` when all are done) and the
-# position ``pos`` of the first word that item ``i`` read. The driver (:meth:`RandomSource._fill`) then
+# position ``pos`` of the first word that item ``i`` read. They release the GIL (``nogil``): the OS CSPRNG's
+# large fills run one slice per core (:meth:`RandomSource._fill`). The driver (:meth:`RandomSource._fill`) then
 # calls the kernel again on ``words[pos:]`` followed by fresh words: item ``i`` re-reads exactly the words
 # it had read and continues past them, so the result is the algorithm run on one unbounded stream.
 # --------------------------------------------------------------------------------------------
@@ -229,7 +230,7 @@ def _dgauss_sq(words, st, w):
         return x
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dlap_batch(words, start, stop, out, t):
     st = np.zeros(2, np.int64)
     for i in range(start, stop):
@@ -240,7 +241,7 @@ def _dlap_batch(words, start, stop, out, t):
     return stop, st[0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dgauss_batch(words, start, stop, out, S, t, ymax):
     st = np.zeros(2, np.int64)
     for i in range(start, stop):
@@ -251,7 +252,7 @@ def _dgauss_batch(words, start, stop, out, S, t, ymax):
     return stop, st[0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dgauss_sq_batch(words, start, stop, out, w):
     st = np.zeros(2, np.int64)
     for i in range(start, stop):
@@ -262,7 +263,7 @@ def _dgauss_sq_batch(words, start, stop, out, w):
     return stop, st[0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dyadic_batch(words, start, stop, out, M, E):
     st = np.zeros(2, np.int64)
     for i in range(start, stop):

@@ -101,6 +101,10 @@ class KeyedSource(RandomSource):
         """True when the master came from an explicit seed (reproducible: not for real releases)."""
         return self._from_seed
 
+    @property
+    def _os_csprng(self) -> bool:
+        return False  # a keyed stream is replayed alike by every engine: its words are read in a fixed pattern
+
     def __repr__(self) -> str:
         return "KeyedSource(seeded)" if self._from_seed else "KeyedSource(AES-256-CTR, os.urandom master)"
 

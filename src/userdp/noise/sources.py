@@ -15,20 +15,36 @@ from .kernels import _BATCH, _MAX_BATCH_WORDS, _U64, _below_batch, _shuffle_inpl
 
 
 _ZEROS = bytearray(0)
+_PARALLEL_MIN = 1 << 17  # unseeded fills of at least this many items run on several threads
+_THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+def _aes_ctr_into(out: np.ndarray) -> None:
+    """Fill the ``uint64`` array ``out`` with AES-256-CTR keystream under a fresh key and counter block from
+    the OS CSPRNG."""
+    global _ZEROS
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    nbytes = 8 * out.size
+    if len(_ZEROS) < nbytes + 15:
+        _ZEROS = bytearray(nbytes + 15)
+    enc = Cipher(algorithms.AES(os.urandom(32)), modes.CTR(os.urandom(16))).encryptor()
+    # update_into wants 15 spare bytes after its output: all but the last 16 bytes go straight into `out`,
+    # the last 16 through a small scratch buffer.
+    view = memoryview(out).cast("B")
+    k = min(nbytes, 16)
+    if nbytes > k:
+        enc.update_into(memoryview(_ZEROS)[: nbytes - k], view)
+    tail = bytearray(k + 15)
+    enc.update_into(memoryview(_ZEROS)[:k], tail)
+    view[nbytes - k :] = tail[:k]
 
 
 def _aes_ctr_words(n: int) -> np.ndarray:
     """``n`` words of AES-256-CTR keystream under a fresh key from the OS CSPRNG."""
-    global _ZEROS
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-
-    nbytes = 8 * n
-    if len(_ZEROS) < nbytes:
-        _ZEROS = bytearray(nbytes)
-    enc = Cipher(algorithms.AES(os.urandom(32)), modes.CTR(os.urandom(16))).encryptor()
-    out = bytearray(nbytes + 15)
-    enc.update_into(memoryview(_ZEROS)[:nbytes], out)
-    return np.frombuffer(out, dtype=_U64, count=n)
+    out = np.empty(n, dtype=_U64)
+    _aes_ctr_into(out)
+    return out
 
 
 class RandomSource:
@@ -57,6 +73,14 @@ class RandomSource:
         """True when this stream is reproducible (and therefore not suitable for real releases)."""
         return self._gen is not None
 
+    @property
+    def _os_csprng(self) -> bool:
+        """True when the words are fresh OS CSPRNG output, which no one can reproduce: a fill may then use
+        them in any order, on several threads, and carry unread ones over. A seeded source, and a keyed
+        per-user stream (:class:`~userdp.noise.keyed.KeyedSource`, which every engine must replay alike),
+        read their words in the one fixed pattern, as does any subclass with its own :meth:`words`."""
+        return self._gen is None and type(self).words is RandomSource.words
+
     def __repr__(self) -> str:
         return "RandomSource(seeded)" if self.seeded else "RandomSource(os.urandom)"
 
@@ -80,13 +104,38 @@ class RandomSource:
     def _fill(self, kernel, out: np.ndarray, per_item: int, *params, slow=None) -> np.ndarray:
         """Fill ``out`` (along its first axis) with a batch kernel, continuing any item that ran out of words
         on the same words plus fresh ones (see the kernel conventions above). ``slow(i)`` finishes item ``i``
-        on Python integers when a kernel hands it over (flag 1)."""
+        on Python integers when a kernel hands it over (flag 1).
+
+        A seeded source reads its generator's words in a fixed pattern, so a seed always gives the same
+        output. The OS CSPRNG has no such duty: a large fill is cut into contiguous slices, one per core,
+        each run by its own thread (the kernels release the GIL) on its own AES-CTR streams under fresh keys,
+        and the words an item leaves unread are carried into the next batch rather than thrown away. Every
+        item is still the exact algorithm run on uniform words, and the slices' streams are independent, so
+        the output law is unchanged."""
         n = out.shape[0]
+        if self._os_csprng and slow is None and _THREADS > 1 and n >= _PARALLEL_MIN:
+            from concurrent.futures import ThreadPoolExecutor
+
+            cuts = np.linspace(0, n, _THREADS + 1).astype(np.int64)
+            with ThreadPoolExecutor(_THREADS) as pool:
+                jobs = [
+                    pool.submit(self._fill_serial, kernel, out[a:b], per_item, *params)
+                    for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+                ]
+                for job in jobs:
+                    job.result()
+            return out
+        return self._fill_serial(kernel, out, per_item, *params, slow=slow)
+
+    def _fill_serial(self, kernel, out: np.ndarray, per_item: int, *params, slow=None) -> np.ndarray:
+        n = out.shape[0]
+        carry = self._os_csprng  # keep unread CSPRNG words for the next batch
         batch = max(1, min(_BATCH, _MAX_BATCH_WORDS // per_item))  # at most 32 MB of words at a time
+        left = np.empty(0, dtype=_U64)
         start = 0
         while start < n:
             stop = min(n, start + batch)
-            words = self.words(per_item * (stop - start) + 4096)
+            words = self._more(left, per_item * (stop - start) + 4096)
             i = start
             while i < stop:
                 res = kernel(words, i, stop, out, *params)
@@ -97,10 +146,26 @@ class RandomSource:
                     slow(j)  # item j is finished on Python integers; the words after pos are unused
                     words, i = words[pos:], j + 1
                     continue
-                words = np.concatenate([words[pos:], self.words(per_item * (stop - j) + 4096 + (words.size - pos))])
+                words = self._more(words[pos:], per_item * (stop - j) + 4096 + (words.size - pos))
                 i = j
+            if carry and j >= stop:
+                left = words[pos:]
             start = stop
         return out
+
+    def _more(self, head: np.ndarray, n_new: int) -> np.ndarray:
+        """``head`` followed by words making ``n_new`` in all, or by ``n_new`` fresh words for a seeded or
+        keyed source (whose stream must not depend on how many words were left over)."""
+        if not self._os_csprng:
+            return np.concatenate([head, self.words(n_new)]) if head.size else self.words(n_new)
+        if head.size >= n_new:
+            return head
+        if n_new - head.size <= 512:
+            return np.concatenate([head, self.words(n_new - head.size)])
+        words = np.empty(n_new, dtype=_U64)
+        words[: head.size] = head
+        _aes_ctr_into(words[head.size :])
+        return words
 
     # -- uniform draws ------------------------------------------------------------------------
     def uniform(self, size: int | tuple[int, ...]) -> np.ndarray:
