@@ -19,7 +19,7 @@ LAYERS = [
     {"errors", "noise", "privacy"},
     {"data", "text", "metrics", "datasets"},
     {"engines"},
-    {"dem", "distinct", "heatmaps"},
+    {"dem", "distinct", "heatmaps", "vocabulary"},
     {"releases", "audit"},
     {"cli", "report"},
 ]

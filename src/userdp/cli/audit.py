@@ -99,6 +99,18 @@ def cmd_audit(args: argparse.Namespace) -> int:
         types = [set(c) for r in (0, 1, 2, 3) for c in combinations(range(3), r)]  # r = 0: a person with nothing
         tiny = [list(c) for k in (1, 2, 3) for c in combinations_with_replacement(types, k)]
         res = audit_distinct_count(tiny, 1.0, beta=0.1, l_max=3, name="distinct count (Algorithm 1), epsilon 1")
+    elif args.mechanism == "vocabulary":
+        from ..audit import audit_set_union
+
+        tiny = [[[0]], [[0, 1]], [[0, 1], [1, 2]], [[0], [0, 1], [0, 2, 3]], [[0, 1], [0, 1], [2]]]
+        tiny.append([[0]] * 6 + [[0, 1]])  # a shared item near the threshold
+        results = [
+            audit_set_union(tiny, 1.0, 1e-2, 2, noise, name=f"weighted {noise} set union, epsilon 1, delta 0.01")
+            for noise in ("laplace", "gaussian")
+        ]
+        for r in results:
+            console().print(str(r))
+        return 0 if all(r.passed for r in results) else 1
     else:  # linear: worst-case search over one user's point datasets
         from ..audit import audit_search, point_neighbours
         from ..data import UserDataset
@@ -124,9 +136,21 @@ def add_parser(sub) -> None:
     )
     au.add_argument(
         "mechanism",
-        choices=["gkrr", "exponential", "itemwise", "distinct", "laplace", "gaussian", "linear", "lattice", "heatmap"],
+        choices=[
+            "gkrr",
+            "exponential",
+            "itemwise",
+            "distinct",
+            "vocabulary",
+            "laplace",
+            "gaussian",
+            "linear",
+            "lattice",
+            "heatmap",
+        ],
         help="lattice: the exact support-and-loss audits of the lattice samplers (Laplace, Gaussian, l1, l2); "
-        "heatmap: every heatmap algorithm, statistically, under add/remove-one-user neighbours",
+        "heatmap: every heatmap algorithm, statistically, under add/remove-one-user neighbours; vocabulary: the "
+        "exact audit of the weighted set unions",
     )
     au.add_argument(
         "--trials", type=number(int, 1, 10**7), default=50_000, help="samples per input (statistical audits)"

@@ -5,7 +5,8 @@ experiments call these.
 * :func:`heatmap` -- DP heatmaps (Ghazi et al.);
 * :func:`distinct` -- person-level DP distinct count (Knop & Steinke);
 * :func:`linear`, :func:`itemwise`, :func:`frequency` -- d_EM-DP (Imola et al.), with BoundedEMDReduction;
-* :func:`histogram` -- the user-level DP histogram.
+* :func:`histogram` -- the user-level DP histogram;
+* :func:`vocabulary` -- which items many persons hold, with noisy counts (private set union).
 
 The engine (``engine="memory"``, ``"chunked"``, ``"spark"`` or an instance) computes the exact aggregates;
 the mechanism adds noise, selects and reconstructs on the driver, once. The same parameters and seed give
@@ -19,6 +20,7 @@ from .distinct import distinct
 from .heatmap import ALGORITHMS, grid_of, heatmap
 from .histogram import histogram
 from .request import Request, deliver, plan_request
+from .vocabulary import vocabulary
 
 __all__ = [
     "ALGORITHMS",
@@ -35,4 +37,5 @@ __all__ = [
     "linear",
     "mean_query",
     "plan_request",
+    "vocabulary",
 ]

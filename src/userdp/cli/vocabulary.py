@@ -1,0 +1,119 @@
+"""``userdp vocabulary``: person-level DP set of the items many persons hold, with noisy person counts
+(:func:`userdp.releases.vocabulary`)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+from pathlib import Path
+
+from .. import releases
+from ..errors import ParameterError
+from .common import DELTA, EPSILON, add_release_options, charge, number, report, warn_seed
+
+
+def _check_out(args: argparse.Namespace) -> Path | None:
+    if args.out is None:
+        return None
+    out = Path(args.out)
+    if not out.name or out.name in (".", "..") or out.is_dir():
+        raise ParameterError(f"--out needs a CSV file name, got {args.out!r}")
+    if out.suffix.lower() != ".csv":
+        raise ParameterError(f"--out {out.name} needs the suffix .csv")
+    if out.exists() and not args.force:
+        raise ParameterError(f"{out} already exists; pass --force to overwrite, or another --out")
+    return out
+
+
+def cmd_vocabulary(args: argparse.Namespace) -> int:
+    out = _check_out(args)  # before the data is read: a bad --out spends nothing
+    rel = releases.vocabulary(
+        args.input,
+        args.epsilon,
+        args.delta,
+        user=args.user,
+        item=args.item,
+        tokenize=args.tokenize,
+        max_items=args.max_items,
+        noise=args.noise,
+        count_fraction=args.count_fraction,
+        engine=args.engine,
+        rng=args.seed,
+    )
+    items, counts = rel.value["items"], rel.value["counts"]
+    tmp = None
+    try:
+        if out is not None:  # written under a temporary name, charged, then moved into place
+            tmp = out.with_name(f".{out.stem}.userdp-tmp.csv")
+            try:
+                with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                    w = csv.writer(fh)
+                    w.writerow(["item", "count"] if counts is not None else ["item"])
+                    for i, label in enumerate(items):
+                        w.writerow([label, f"{counts[i]:.6g}"] if counts is not None else [label])
+            except OSError as exc:
+                reason = exc.strerror or type(exc).__name__
+                raise ParameterError(f"cannot write {out} ({reason}); nothing was released or charged") from None
+        charge(args, rel)
+        if tmp is not None:
+            try:
+                os.replace(tmp, out)
+            except OSError as exc:
+                raise ParameterError(
+                    f"the release was charged to the ledger but {out} could not be written "
+                    f"({exc.strerror or type(exc).__name__})"
+                ) from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    shown = min(len(items), args.show)
+    result = {
+        "items_released": int(len(items)),
+        "epsilon": args.epsilon,
+        "delta": args.delta,
+        "max_items": args.max_items,
+        "noise": args.noise,
+        "engine": args.engine,
+        "guarantee": rel.guarantee.describe(),
+        "error": rel.error.description,
+        f"first {shown} items": [
+            str(items[i]) + ("" if counts is None else f" ({counts[i]:.0f})") for i in range(shown)
+        ],
+        **({"written": str(out)} if out is not None else {}),
+    }
+    warn_seed(args, result)
+    report(args, "person-level DP vocabulary (weighted set union, Gopi et al. 2020)", result)
+    return 0
+
+
+def add_parser(sub) -> None:
+    vo = sub.add_parser(
+        "vocabulary",
+        help="person-level DP set of the items many persons hold, with noisy counts",
+        epilog="example:\n  userdp vocabulary reviews.csv --user reviewer --item text --tokenize --epsilon 1 "
+        "--delta 1e-6 --out words.csv",
+    )
+    vo.add_argument("input", help="CSV, Parquet or JSON-lines file")
+    vo.add_argument("--user", required=True, help="person column")
+    vo.add_argument("--item", required=True, help="item column (or text, with --tokenize)")
+    vo.add_argument("--tokenize", action="store_true", help="split the item column into lower-cased words")
+    vo.add_argument("--epsilon", type=EPSILON, required=True, help="the privacy parameter (add or remove one person)")
+    vo.add_argument(
+        "--delta", type=DELTA, required=True, help="probability bound for an item only one person holds (e.g. 1e-6)"
+    )
+    vo.add_argument(
+        "--max-items", type=number(int, 1, 10_000), default=100, help="the most items one person contributes"
+    )
+    vo.add_argument("--noise", choices=["gaussian", "laplace"], default="gaussian", help="the noise of both steps")
+    vo.add_argument(
+        "--count-fraction",
+        type=number(float, 0.0, 0.99),
+        default=0.5,
+        help="share of the budget spent on the items' noisy counts (0: the set alone)",
+    )
+    vo.add_argument("--show", type=number(int, 0, 10**6), default=20, help="how many items to print")
+    vo.add_argument("--out", default=None, help="write every released item (and count) to this CSV file")
+    vo.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    add_release_options(vo)
+    vo.set_defaults(func=cmd_vocabulary)

@@ -1,0 +1,409 @@
+"""Person-level DP set union (private partition selection): release a set of items from an unknown domain.
+
+Each person holds a set of items. A person keeps at most ``max_items`` of them (``Delta_0``; a uniformly
+random subset, drawn from the person's own randomness), spreads one unit of weight over the kept items, and
+an item is released when its total weight plus noise reaches a threshold ``T``. These are the *weighted*
+mechanisms of Gopi, Gulhane, Kulkarni, Shen, Shokouhi & Yekhanin (ICML 2020, section 3), the baselines that
+Privacy on Beam and PipelineDP build on:
+
+* ``weighted_laplace_union``: weight ``1/k`` to each of ``k`` kept items (l1 norm at most 1), discrete Laplace
+  noise; ``(epsilon, delta)``-DP;
+* ``weighted_gaussian_union``: weight ``1/sqrt(k)`` (l2 norm at most 1), discrete Gaussian noise.
+
+**Exact and floating-point safe.** Weights live on the integer lattice ``Z / U`` with ``U = 2^20`` units per
+person: ``floor(U / k)`` and ``floor(U / sqrt(k)) = isqrt(U^2 // k)``, so a person's vector has l1 (or l2)
+norm at most ``U`` exactly, the histogram is integer, the noise is an exact integer sample
+(:func:`~userdp.noise.discrete_laplace`, :func:`~userdp.noise.discrete_gaussian`), and the threshold test
+``H + Z >= T`` compares integers. No float decides an output.
+
+**Privacy (add or remove one person p).** Let ``S`` be the items of the smaller dataset and ``N`` the items
+only p holds. On ``S`` the released set is post-processing of a noisy histogram whose sensitivity is p's
+vector: ``epsilon``-DP (Laplace, ``t >= U / epsilon``) or ``(epsilon, delta_G)``-DP (Gaussian, zCDP of the
+discrete Gaussian, Canonne, Kamath & Steinke 2020). An item of ``N`` can appear only in the larger
+dataset's output, with probability at most ``delta_N``, the threshold's job. Together: for every event
+``E``, ``P[M(D) in E] <= e^eps (P[M(D') in E] + delta_N) + delta_G``, so the threshold is chosen for
+``delta_N <= e^-eps (delta - delta_G)`` (the paper states ``delta_N + delta_G <= delta``; the factor
+``e^-eps`` is what the direction from the smaller dataset to the larger needs, and this module keeps it).
+
+``delta_N`` is computed from the actual samplers' tails. A person with ``k`` kept items gives each weight
+``a_k``, and ``delta_N = max_k k P[Z >= T - a_k]``:
+
+* discrete Laplace, ``P[x] ∝ q^|x|`` with ``q = exp(-1/t)``: ``P[Z >= m] = q^m / (1 + q)`` for ``m >= 1``,
+  exactly;
+* discrete Gaussian of variance ``w^2``: ``P[Z >= m] <= P[N(0, w^2) >= m - 1]`` for ``m >= 1`` (its
+  normalizer is at least ``sqrt(2 pi) w`` by Poisson summation, and ``exp(-x^2 / 2w^2)`` is at most its
+  integral over ``[x - 1, x]``), times ``1 / (1 - 2 exp(-480))`` for the sampler's cut at ``32 w``.
+
+The threshold is the smallest integer for which this bound, with a relative margin of ``1e-9``, is at most
+the target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..noise import (
+    RngLike,
+    calibrate_gaussian,
+    discrete_gaussian,
+    discrete_laplace,
+    gaussian_mechanism,
+    laplace_mechanism,
+    resolve_rng,
+    zcdp_delta,
+)
+from ..privacy.guarantees import ApproxDP, Neighbours
+from ..privacy.result import ErrorStatement, Release
+
+__all__ = [
+    "UNIT",
+    "UnionCalibration",
+    "bound_contributions",
+    "calibrate_union",
+    "person_weights",
+    "private_vocabulary",
+    "union_histogram",
+    "weighted_gaussian_union",
+    "weighted_laplace_union",
+]
+
+UNIT_BITS = 20
+UNIT = 1 << UNIT_BITS  # one person's unit of weight, in lattice steps
+_MARGIN = 1e-9
+_TRUNCATION = 1.0 / (1.0 - 2.0 * math.exp(-480.0))
+NOISES = ("laplace", "gaussian")
+
+
+@dataclass(frozen=True)
+class UnionCalibration:
+    """The public parameters of a weighted set union: noise law, scale, threshold (all in lattice steps of
+    ``1 / unit``), and the split of ``delta``.
+
+    Attributes
+    ----------
+    noise:
+        ``"laplace"`` (scale ``scale = t``: ``P[x] ∝ exp(-|x| / t)``) or ``"gaussian"`` (``scale = w``: variance
+        ``w^2``).
+    threshold:
+        ``T``: an item is released when its weight plus noise is at least ``T``.
+    delta_gaussian, delta_new:
+        The ``delta`` of the noisy histogram on shared items (0 for Laplace) and the bound on the probability
+        that any item only the added person holds is released.
+    """
+
+    noise: str
+    epsilon: float
+    delta: float
+    max_items: int
+    unit: int
+    scale: int
+    threshold: int
+    delta_gaussian: float
+    delta_new: float
+
+    @property
+    def threshold_in_persons(self) -> float:
+        """``T / unit``: the threshold in persons' weight (a person holding one item gives it weight 1)."""
+        return self.threshold / self.unit
+
+    @property
+    def noise_sd_in_persons(self) -> float:
+        """The noise's standard deviation in persons' weight."""
+        if self.noise == "laplace":
+            q = math.exp(-1.0 / self.scale)
+            return math.sqrt(2 * q) / (1 - q) / self.unit
+        return self.scale / self.unit
+
+
+def person_weights(k: np.ndarray, noise: str, unit: int = UNIT) -> np.ndarray:
+    """The integer weight ``floor(unit / k)`` (Laplace) or ``floor(unit / sqrt(k)) = isqrt(unit^2 // k)``
+    (Gaussian) a person with ``k >= 1`` kept items gives each of them."""
+    k = np.asarray(k, dtype=np.int64)
+    if noise == "laplace":
+        return unit // k
+    sq = (unit * unit) // k
+    r = np.floor(np.sqrt(sq.astype(np.float64))).astype(np.int64)
+    r -= (r * r > sq).astype(np.int64)  # exact integer square root: correct the float's last step
+    r += ((r + 1) * (r + 1) <= sq).astype(np.int64)
+    return r
+
+
+def _log_tail_laplace(m: np.ndarray, t: int) -> np.ndarray:
+    """``log P[Z >= m]`` for the discrete Laplace of scale ``t`` and ``m >= 1``: ``-m/t - log(1 + q)``."""
+    return -np.asarray(m, dtype=np.float64) / t - math.log1p(math.exp(-1.0 / t))
+
+
+def _log_tail_gaussian(m: np.ndarray, w: int) -> np.ndarray:
+    """An upper bound on ``log P[Z >= m]`` for the (truncated) discrete Gaussian of variance ``w^2``,
+    ``m >= 1``: ``log P[N(0, w^2) >= m - 1]``, plus the truncation factor."""
+    from scipy.special import log_ndtr
+
+    return log_ndtr(-(np.asarray(m, dtype=np.float64) - 1) / w) + math.log(_TRUNCATION)
+
+
+def _delta_new(threshold: int, noise: str, scale: int, max_items: int, unit: int) -> float:
+    """``max_k k P[Z >= T - a_k]`` over ``k = 1 .. max_items`` (with the relative margin)."""
+    ks = np.arange(1, max_items + 1, dtype=np.int64)
+    tail = _log_tail_laplace if noise == "laplace" else _log_tail_gaussian
+    worst = float(np.max(np.log(ks) + tail(threshold - person_weights(ks, noise, unit), scale)))
+    return math.exp(worst) * (1 + _MARGIN)
+
+
+def _check(epsilon: float, delta: float, max_items: int, noise: str) -> tuple[float, float, int]:
+    if noise not in NOISES:
+        raise ParameterError(f"the noise must be one of {', '.join(NOISES)}, got {noise!r}")
+    try:
+        eps, dlt = float(epsilon), float(delta)
+    except (TypeError, ValueError):
+        raise ParameterError("epsilon and delta must be numbers") from None
+    if not (math.isfinite(eps) and 0 < eps <= 50):
+        raise ParameterError(f"epsilon must lie in (0, 50], got {epsilon!r}")
+    if not 0 < dlt < 1:
+        raise ParameterError(f"a set union needs delta in (0, 1): an item only one person holds must be "
+                             f"released with probability at most delta, got {delta!r}")  # fmt: skip
+    if isinstance(max_items, bool) or not isinstance(max_items, int | np.integer) or not 1 <= max_items <= 10_000:
+        raise ParameterError(f"max_items must be a whole number in [1, 10000], got {max_items!r}")
+    return eps, dlt, int(max_items)
+
+
+def calibrate_union(
+    epsilon: float, delta: float, max_items: int, noise: str = "gaussian", unit: int = UNIT
+) -> UnionCalibration:
+    """The noise scale and the threshold of a weighted set union that is ``(epsilon, delta)``-DP for adding
+    or removing one person (see the module's notes). For Gaussian noise half of ``delta`` goes to the noisy
+    histogram, half to the threshold."""
+    eps, dlt, max_items = _check(epsilon, delta, max_items, noise)
+    if noise == "laplace":
+        scale = math.ceil(unit / eps)  # l1 sensitivity unit: epsilon-DP exactly (unit / t <= epsilon)
+        delta_g = 0.0
+    else:
+        delta_g = dlt / 2
+        goal = delta_g * (1 - _MARGIN)
+
+        def ok(w: int) -> bool:  # l2 sensitivity unit; zCDP of the discrete Gaussian, rho = unit^2 / (2 w^2)
+            return zcdp_delta(unit * unit / (2.0 * w * w), eps) * _TRUNCATION + 2 * math.exp(-480) <= goal
+
+        lo, hi = 1, unit
+        while not ok(hi):
+            lo, hi = hi, 2 * hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        scale = hi
+    target = math.exp(-eps) * (dlt - delta_g) * (1 - _MARGIN)
+    lo = unit  # T - a >= 1 for every weight a <= unit
+    if _delta_new(lo + 1, noise, scale, max_items, unit) <= target:
+        t_hi = lo + 1
+    else:
+        t_hi = lo + scale
+        while _delta_new(t_hi, noise, scale, max_items, unit) > target:
+            lo, t_hi = t_hi, t_hi + 2 * (t_hi - unit)
+        while t_hi - lo > 1:
+            mid = (lo + t_hi) // 2
+            lo, t_hi = (lo, mid) if _delta_new(mid, noise, scale, max_items, unit) <= target else (mid, t_hi)
+    d_new = _delta_new(t_hi, noise, scale, max_items, unit)
+    return UnionCalibration(noise, eps, dlt, max_items, unit, int(scale), int(t_hi), delta_g, d_new)
+
+
+def bound_contributions(
+    offsets: np.ndarray, items: np.ndarray, max_items: int, rng: RngLike = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Keep at most ``max_items`` of each person's (distinct) items: a uniformly random subset for a person
+    holding more (each item gets an independent random 64-bit key; the smallest keys stay). The choice reads
+    only the person's own items and fresh randomness, so it leaves every person's contribution bounded
+    without touching the guarantee. Returns the new ``(offsets, items)``, items in their original order."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    items = np.asarray(items, dtype=np.int64)
+    deg = np.diff(offsets)
+    if deg.size == 0 or deg.max(initial=0) <= max_items:
+        return offsets, items
+    owner = np.repeat(np.arange(deg.size), deg)
+    heavy = deg[owner] > max_items
+    keys = np.zeros(items.size, dtype=np.uint64)
+    keys[heavy] = resolve_rng(rng).words(int(heavy.sum()))
+    order = np.lexsort((keys, owner))  # by person, then by key (light persons keep their order)
+    rank = np.arange(items.size) - offsets[owner[order]]
+    keep = np.zeros(items.size, dtype=bool)
+    keep[order[rank < max_items]] = True
+    new_deg = np.minimum(deg, max_items)
+    return np.r_[0, np.cumsum(new_deg)].astype(np.int64), items[keep]
+
+
+def union_histogram(offsets: np.ndarray, items: np.ndarray, n_items: int, noise: str, unit: int = UNIT) -> np.ndarray:
+    """The integer weight of every item (``int64``): the sum over persons holding it of
+    :func:`person_weights` of the person's number of items."""
+    deg = np.diff(np.asarray(offsets, dtype=np.int64))
+    held = deg > 0
+    w = np.zeros(deg.size, dtype=np.int64)
+    w[held] = person_weights(deg[held], noise, unit)
+    per_item = np.repeat(w, deg)
+    if per_item.size and int(per_item.max()) * max(1, deg.size) >= 1 << 53:  # pragma: no cover - 2^33 persons
+        raise ParameterError("too many persons for an exact weight histogram")
+    return np.bincount(np.asarray(items, dtype=np.int64), weights=per_item, minlength=int(n_items)).astype(np.int64)
+
+
+def _select(hist: np.ndarray, cal: UnionCalibration, rng: RngLike) -> tuple[np.ndarray, np.ndarray]:
+    src = resolve_rng(rng)
+    present = np.flatnonzero(hist > 0)  # items no one holds are never candidates
+    if cal.noise == "laplace":
+        z = discrete_laplace(cal.scale, present.size, src)
+    else:
+        z = discrete_gaussian(cal.scale * cal.scale, present.size, src)
+    noisy = hist[present] + z
+    chosen = noisy >= cal.threshold
+    return present[chosen], noisy[chosen]
+
+
+def _union(offsets, items, n_items, epsilon, delta, max_items, noise, rng):
+    cal = calibrate_union(epsilon, delta, max_items, noise)
+    src = resolve_rng(rng)
+    off, its = bound_contributions(offsets, items, cal.max_items, src)
+    hist = union_histogram(off, its, n_items, noise)
+    chosen, noisy = _select(hist, cal, src)
+    return chosen, noisy, cal
+
+
+def weighted_laplace_union(
+    offsets: np.ndarray,
+    items: np.ndarray,
+    n_items: int,
+    epsilon: float,
+    delta: float,
+    max_items: int = 100,
+    rng: RngLike = None,
+) -> tuple[np.ndarray, np.ndarray, UnionCalibration]:
+    """Weighted Laplace set union (Gopi et al. 2020, section 3, with discrete Laplace noise).
+
+    Parameters
+    ----------
+    offsets, items:
+        Persons in CSR form: ``items[offsets[u]:offsets[u+1]]`` are person ``u``'s distinct item codes in
+        ``[0, n_items)``.
+    epsilon, delta:
+        ``(epsilon, delta)``-DP for adding or removing one person.
+    max_items:
+        ``Delta_0``, the most items one person contributes (a public bound).
+
+    Returns
+    -------
+    (codes, noisy weights, calibration)
+        The released item codes (ascending), their noisy weights in lattice steps (``/ calibration.unit``
+        for persons' weight; post-processing of the same noise, safe to publish), and the calibration.
+    """
+    return _union(offsets, items, n_items, epsilon, delta, max_items, "laplace", rng)
+
+
+def weighted_gaussian_union(
+    offsets: np.ndarray,
+    items: np.ndarray,
+    n_items: int,
+    epsilon: float,
+    delta: float,
+    max_items: int = 100,
+    rng: RngLike = None,
+) -> tuple[np.ndarray, np.ndarray, UnionCalibration]:
+    """Weighted Gaussian set union (Gopi et al. 2020, section 3; the baseline of Privacy on Beam and
+    PipelineDP), with discrete Gaussian noise. Parameters and returns as :func:`weighted_laplace_union`."""
+    return _union(offsets, items, n_items, epsilon, delta, max_items, "gaussian", rng)
+
+
+def private_vocabulary(
+    offsets: np.ndarray,
+    items: np.ndarray,
+    labels: np.ndarray,
+    epsilon: float,
+    delta: float,
+    *,
+    max_items: int = 100,
+    noise: str = "gaussian",
+    count_fraction: float = 0.5,
+    rng: RngLike = None,
+) -> Release:
+    """Which items, and how many persons hold each: a weighted set union, then a noisy person count of every
+    item it released.
+
+    Parameters
+    ----------
+    offsets, items:
+        Persons in CSR form over item codes ``[0, len(labels))`` (each person's items distinct).
+    labels:
+        The items' labels in code order. They are read off the data: only the selected ones are released.
+    epsilon, delta:
+        ``(epsilon, delta)``-DP for adding or removing one person, in total.
+    max_items:
+        ``Delta_0``: the most items one person contributes (public).
+    noise:
+        ``"gaussian"`` (default) or ``"laplace"``, for both steps.
+    count_fraction:
+        Share of ``epsilon`` (and, with Gaussian noise, of ``delta``) spent on the counts; ``0`` releases the
+        set alone.
+
+    Returns
+    -------
+    Release
+        ``value``: ``{"items": labels released (sorted), "counts": noisy person counts or None}``. Each count
+        is the number of persons holding the item among those persons' kept items (at most ``max_items``
+        each), plus lattice noise of the stated standard deviation. Guarantee: ``ApproxDP(epsilon, delta)``,
+        add/remove one person (sequential composition of the two steps).
+    """
+    eps, dlt, max_items = _check(epsilon, delta, max_items, noise)
+    try:
+        frac = float(count_fraction)
+    except (TypeError, ValueError):
+        raise ParameterError(f"count_fraction must be a number in [0, 1), got {count_fraction!r}") from None
+    if not 0.0 <= frac < 1.0:
+        raise ParameterError(f"count_fraction must lie in [0, 1) (the set needs some budget), got {count_fraction!r}")
+    eps_set = eps * (1 - frac)
+    eps_count = eps * frac
+    delta_count = dlt / 2 if (noise == "gaussian" and frac > 0) else 0.0
+    delta_set = dlt - delta_count
+    src = resolve_rng(rng)
+    labels = np.asarray(labels)
+    cal = calibrate_union(eps_set, delta_set, max_items, noise)
+    off, its = bound_contributions(offsets, items, cal.max_items, src)
+    chosen, _ = _select(union_histogram(off, its, labels.size, noise), cal, src)
+    counts = None
+    count_sd = None
+    if frac > 0:
+        # persons per released item, among the kept items: one person adds 1 to at most max_items of them
+        held = np.bincount(its, minlength=labels.size)[chosen].astype(np.float64)
+        if noise == "laplace":
+            counts = laplace_mechanism(held, float(max_items), eps_count, src) if held.size else held
+            count_sd = math.sqrt(2.0) * max_items / eps_count
+        else:
+            sens = math.sqrt(max_items)
+            counts = gaussian_mechanism(held, sens, eps_count, delta_count, src) if held.size else held
+            count_sd = calibrate_gaussian(sens, eps_count, delta_count, dim=max(1, held.size)).sigma
+    guarantee = ApproxDP(eps, dlt, Neighbours.ADD_REMOVE_USER)
+    order = np.argsort(labels[chosen], kind="stable")
+    error = ErrorStatement(
+        f"an item held by persons of total weight h (a person with k kept items gives each "
+        f"{'1/k' if noise == 'laplace' else '1/sqrt(k)'}) is released with probability "
+        f"P(h + noise >= {cal.threshold_in_persons:.4g}), noise sd {cal.noise_sd_in_persons:.3g}; an item only one "
+        f"person holds, with probability at most {cal.delta_new:.3g}"
+        + (f"; each count has noise sd {count_sd:.3g} and counts at most {max_items} items per person" if frac else "")
+    )
+    return Release(
+        {"items": labels[chosen][order], "counts": None if counts is None else np.asarray(counts)[order]},
+        guarantee,
+        f"weighted {noise} set union (Gopi et al. 2020)" + (" + noisy person counts" if frac else ""),
+        {
+            "epsilon": eps,
+            "delta": dlt,
+            "max_items": max_items,
+            "noise": noise,
+            "count_fraction": frac,
+            "epsilon_set": eps_set,
+            "delta_set": delta_set,
+            "epsilon_counts": eps_count,
+            "delta_counts": delta_count,
+            "threshold": cal.threshold_in_persons,
+            "noise_sd": cal.noise_sd_in_persons,
+            "count_sd": count_sd,
+        },
+        error,
+    )

@@ -1,0 +1,80 @@
+"""``userdp vocabulary``: the released items and counts, its refusals (exit 2, nothing written or charged),
+and the ledger charge."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+from userdp.cli import main
+
+
+@pytest.fixture
+def records(tmp_path):
+    """400 persons: everyone holds "common", half hold "half", one holds "rare"."""
+    users, items = [], []
+    for u in range(400):
+        users.append(u), items.append("common")
+        if u % 2:
+            users.append(u), items.append("half")
+    users.append(0), items.append("rare")
+    path = tmp_path / "r.csv"
+    pacsv.write_csv(pa.table({"person": users, "item": items}), path)
+    return path
+
+
+def _argv(path, *extra):
+    return ["vocabulary", str(path), "--user", "person", "--item", "item", "--epsilon", "1", "--delta", "1e-6", *extra]
+
+
+def test_vocabulary_json_and_csv(records, tmp_path, capsys):
+    out = tmp_path / "v.csv"
+    assert main(_argv(records, "--json", "--out", str(out), "--max-items", "2")) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["items_released"] == 2 and got["guarantee"].startswith("(1, 1e-06)-DP")
+    rows = out.read_text().splitlines()
+    assert rows[0] == "item,count" and [r.split(",")[0] for r in rows[1:]] == ["common", "half"]
+    assert abs(float(rows[1].split(",")[1]) - 400) < 60
+    assert main(_argv(records, "--out", str(out))) == 2  # exists: refused before reading
+    assert "already exists" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--delta", "0"], "delta"),
+        (["--max-items", "0"], "max-items"),
+        (["--noise", "uniform"], "noise"),
+        (["--out", "v.txt"], ".csv"),
+    ],
+)
+def test_vocabulary_refusals_write_and_charge_nothing(records, tmp_path, capsys, extra, message):
+    ledger = tmp_path / "ledger.json"
+    assert main(["ledger", "init", str(ledger), "--budget", "add-remove:5:1e-3"]) == 0
+    before = ledger.read_text()
+    capsys.readouterr()
+    argv = _argv(records, "--ledger", str(ledger))
+    for i in range(0, len(extra), 2):  # the later option wins in argparse
+        argv += extra[i : i + 2]
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own refusals (a choice not offered) exit directly, with status 2
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and message in err and "Traceback" not in err
+    assert ledger.read_text() == before and not list(tmp_path.glob("*.txt"))
+
+
+def test_vocabulary_is_charged_to_the_ledger(records, tmp_path, capsys):
+    ledger = tmp_path / "ledger.json"
+    assert main(["ledger", "init", str(ledger), "--budget", "add-remove:1.5:1e-5"]) == 0
+    assert main(_argv(records, "--ledger", str(ledger), "--json")) == 0
+    assert main(_argv(records, "--ledger", str(ledger), "--json")) == 2  # 2 x epsilon 1 exceeds 1.5
+    assert "budget" in capsys.readouterr().err.lower()
+    entries = json.loads(ledger.read_text())["entries"]
+    assert len(entries) == 1 and entries[0]["label"] == "vocabulary"
+    assert entries[0]["cost"]["epsilon"] == 1.0 and entries[0]["cost"]["delta"] == 1e-6

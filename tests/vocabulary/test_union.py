@@ -1,0 +1,194 @@
+"""Person-level DP set union: exact weights, thresholds from the samplers' real tails, an exact audit of the
+output law on small instances (with broken variants caught), and the sampler path against that law."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from userdp.errors import ParameterError
+from userdp.vocabulary import (
+    UNIT,
+    bound_contributions,
+    calibrate_union,
+    person_weights,
+    union_histogram,
+    weighted_gaussian_union,
+    weighted_laplace_union,
+)
+
+
+def test_person_weights_are_exact_and_bounded():
+    k = np.arange(1, 5001)
+    lap, gau = person_weights(k, "laplace"), person_weights(k, "gaussian")
+    assert np.array_equal(lap, UNIT // k)
+    assert np.array_equal(gau, [math.isqrt(UNIT * UNIT // int(j)) for j in k])
+    assert np.all(k * lap <= UNIT) and np.all(k * gau * gau <= UNIT * UNIT)  # l1 / l2 norm at most one unit
+    assert np.all(k * (lap + 1) > UNIT) and np.all(k * (gau + 1) ** 2 > UNIT * UNIT)  # and as large as allowed
+
+
+def _tail(noise: str, scale: int) -> callable:
+    """Exact P[Z >= m] of the sampler: closed form (Laplace) or summed over the kept support (Gaussian)."""
+    if noise == "laplace":
+        q = math.exp(-1.0 / scale)
+
+        def lap(m: int) -> float:
+            return q**m / (1 + q) if m >= 1 else 1.0 - q ** (1 - m) / (1 + q)
+
+        return lap
+    x = np.arange(-32 * scale, 32 * scale + 1)
+    p = np.exp(-(x.astype(float) ** 2) / (2.0 * scale * scale))
+    cum = np.cumsum(p[::-1])[::-1] / p.sum()  # cum[i] = P[Z >= x[i]]
+
+    def gau(m: int) -> float:
+        i = m + 32 * scale
+        return 1.0 if i <= 0 else (0.0 if i >= x.size else float(cum[i]))
+
+    return gau
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+@pytest.mark.parametrize(("eps", "delta", "max_items"), [(1.0, 1e-3, 1), (1.0, 1e-3, 3), (0.5, 1e-2, 2)])
+def test_threshold_is_the_smallest_that_bounds_a_new_item_by_the_real_tails(noise, eps, delta, max_items):
+    unit = 16  # a coarse lattice, so that the Gaussian's exact tails can be summed
+    cal = calibrate_union(eps, delta, max_items, noise, unit=unit)
+    tail = _tail(noise, cal.scale)
+    target = math.exp(-eps) * (delta - cal.delta_gaussian)
+
+    ks = np.arange(1, max_items + 1)
+
+    def worst(T):
+        return max(int(k) * tail(T - int(a)) for k, a in zip(ks, person_weights(ks, noise, unit), strict=True))
+
+    assert worst(cal.threshold) <= cal.delta_new <= target  # the stated bound covers the sampler's true tail
+    if noise == "laplace":  # the tail is exact: one step lower would break the target
+        assert worst(cal.threshold - 1) > target
+    else:  # the bound (the normal tail one step out) is the smallest threshold it allows
+        from userdp.vocabulary.union import _delta_new
+
+        assert _delta_new(cal.threshold - 1, noise, cal.scale, max_items, unit) > target
+
+
+TINY = [[[0]], [[0, 1]], [[0, 1], [1, 2]], [[0], [0, 1], [0, 2, 3]], [[0, 1], [0, 1], [2]], [[0]] * 6 + [[0, 1]]]
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_exact_audit_of_the_output_law(noise):
+    """The auditor's exact laws (every kept subset, the integer histogram, the samplers' exact tails) over
+    remove-one-person neighbours: delta at epsilon within the claim; a threshold lowered by twice the noise
+    scale, or a Laplace scale a third too small, is refuted."""
+    from userdp.audit import audit_set_union
+
+    eps, delta, max_items = 1.0, 1e-2, 2  # max_items = 2 < 3: a person's subset is drawn
+    res = audit_set_union(TINY, eps, delta, max_items, noise)
+    assert res.passed, str(res)
+    cal = calibrate_union(eps, delta, max_items, noise, unit=16)
+    low = dataclasses.replace(cal, threshold=cal.threshold - 2 * cal.scale)
+    assert not audit_set_union(TINY, eps, delta, max_items, noise, calibration=low).passed
+    if noise == "laplace":
+        narrow = dataclasses.replace(cal, scale=cal.scale * 2 // 3)
+        assert not audit_set_union(TINY, eps, delta, max_items, noise, calibration=narrow).passed
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_the_sampler_path_releases_items_at_the_computed_rates(noise):
+    """The real mechanism (bounding, histogram, exact noise, integer threshold) releases each item at the
+    rate the law predicts: many persons hold item 0, a few item 1, one item 2."""
+    persons = [[0]] * 40 + [[0, 1]] * 14 + [[1, 2]]
+    offsets = np.r_[0, np.cumsum([len(p) for p in persons])]
+    items = np.array([i for p in persons for i in p])
+    fn = weighted_laplace_union if noise == "laplace" else weighted_gaussian_union
+    runs = 3000
+    hits = np.zeros(3)
+    for seed in range(runs):
+        chosen, noisy, cal = fn(offsets, items, 3, 1.0, 1e-3, max_items=2, rng=seed)
+        hits[chosen] += 1
+        assert np.all(noisy >= cal.threshold)
+    hist = union_histogram(offsets, items, 3, noise)
+    q = math.exp(-1.0 / cal.scale)
+    for i in range(3):
+        m = cal.threshold - int(hist[i])
+        if noise == "laplace":
+            p = q**m / (1 + q) if m >= 1 else 1 - q ** (1 - m) / (1 + q)
+        else:
+            from scipy.stats import norm
+
+            p = float(norm.sf((m - 0.5) / cal.scale))  # continuity-corrected: w is about 5 million steps
+        assert abs(hits[i] / runs - p) <= 4 * math.sqrt(p * (1 - p) / runs) + 2e-3, (i, hits[i] / runs, p)
+    assert 0.05 < hits[1] / runs < 0.95  # the middle item is a real test of the rate
+
+
+def test_bound_contributions_keeps_a_uniform_subset_of_the_heavy_persons_only():
+    offsets = np.array([0, 2, 7])
+    items = np.array([5, 6, 0, 1, 2, 3, 4])
+    counts = np.zeros(5)
+    for seed in range(2000):
+        off, its = bound_contributions(offsets, items, 2, rng=seed)
+        assert np.array_equal(off, [0, 2, 4]) and np.array_equal(its[:2], [5, 6])
+        assert len(set(its[2:])) == 2 and set(its[2:]) <= {0, 1, 2, 3, 4}
+        counts[its[2:]] += 1
+    assert np.all(np.abs(counts / 2000 - 0.4) < 0.05)  # each of 5 items kept with probability 2/5
+
+
+def test_refusals():
+    with pytest.raises(ParameterError, match="delta"):
+        calibrate_union(1.0, 0.0, 5)
+    with pytest.raises(ParameterError, match="max_items"):
+        calibrate_union(1.0, 1e-6, 0)
+    with pytest.raises(ParameterError, match="noise"):
+        calibrate_union(1.0, 1e-6, 5, "uniform")
+    with pytest.raises(ParameterError, match="epsilon"):
+        calibrate_union(-1.0, 1e-6, 5)
+
+
+def _one_item_persons(n_items: int, per_item: int) -> tuple[np.ndarray, np.ndarray]:
+    items = np.repeat(np.arange(n_items), per_item)
+    return np.arange(items.size + 1), items
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+def test_private_vocabulary_counts_have_the_stated_noise(noise):
+    """Every item held by 300 one-item persons is released; its count's noise has the stated standard
+    deviation (a 30% wrong scale is rejected), and the release states only public parameters."""
+    from userdp.privacy.guarantees import ApproxDP
+    from userdp.vocabulary import private_vocabulary
+
+    offsets, items = _one_item_persons(3000, 300)
+    labels = np.array([f"w{i:04d}" for i in range(3000)], dtype=object)
+    rel = private_vocabulary(offsets, items, labels, 2.0, 1e-6, max_items=1, noise=noise, rng=7)
+    assert rel.guarantee == ApproxDP(2.0, 1e-6)
+    assert np.array_equal(rel.value["items"], labels)  # sorted labels, all released
+    resid = rel.value["counts"] - 300
+    sd = rel.params["count_sd"]
+    est = float(np.sqrt(np.mean(resid**2)))
+    assert abs(est / sd - 1) < 0.08 and abs(est / (1.3 * sd) - 1) > 0.15 and abs(est / (0.7 * sd) - 1) > 0.2
+    assert set(rel.params) == {
+        "epsilon", "delta", "max_items", "noise", "count_fraction", "epsilon_set", "delta_set",
+        "epsilon_counts", "delta_counts", "threshold", "noise_sd", "count_sd",
+    }  # fmt: skip
+    assert rel.params["epsilon_set"] + rel.params["epsilon_counts"] == 2.0
+    assert rel.params["delta_set"] + rel.params["delta_counts"] == 1e-6
+
+
+def test_private_vocabulary_of_no_one_releases_nothing_and_rare_items_stay_private():
+    from userdp.vocabulary import private_vocabulary
+
+    rel = private_vocabulary(np.array([0]), np.array([], dtype=np.int64), np.array([], dtype=object), 1.0, 1e-6)
+    assert rel.value["items"].size == 0 and rel.value["counts"].size == 0
+    offsets, items = _one_item_persons(500, 1)  # 500 items, each held by one person
+    for seed in range(20):
+        rel = private_vocabulary(offsets, items, np.arange(500).astype(str), 5.0, 1e-6, count_fraction=0, rng=seed)
+        assert rel.value["items"].size == 0 and rel.value["counts"] is None
+    with pytest.raises(ParameterError, match="count_fraction"):
+        private_vocabulary(offsets, items, np.arange(500).astype(str), 1.0, 1e-6, count_fraction=1.0)
+
+
+def test_userdp_audit_vocabulary_passes(capsys):
+    from userdp.cli import main
+
+    assert main(["audit", "vocabulary"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("[PASS]") == 2 and "laplace" in out and "gaussian" in out
