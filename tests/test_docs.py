@@ -120,6 +120,14 @@ def _check_sample_with_replacement(v, env) -> None:  # every user -> exactly 100
         assert set(v.user_items(i)) <= set(env["ds"].user_items(i))
 
 
+def _check_vocabulary(v, env) -> None:
+    from userdp.privacy.guarantees import ApproxDP
+
+    items, counts, guarantee, error = v
+    assert len(items) == 3 and len(counts) == 3 and list(items) == sorted(items)
+    assert guarantee == ApproxDP(2.0, 1e-6) and "released with probability" in error.description
+
+
 def _outputs() -> dict[str, Callable]:
     from userdp.privacy import Neighbours, PureDP
     from userdp.privacy.guarantees import ApproxDP
@@ -150,6 +158,8 @@ def _outputs() -> dict[str, Callable]:
         # distinct count
         "dc_matching(g, 100)": _check_dc_matching,
         'rel.value, rel.extras["bound"], rel.error': _check_release_triple,
+        # private vocabulary: Foursquare categories at (2, 1e-6)
+        'rel.value["items"][:3], rel.value["counts"][:3], rel.guarantee, rel.error': _check_vocabulary,
     }
 
 
