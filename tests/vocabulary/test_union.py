@@ -56,7 +56,7 @@ def test_threshold_is_the_smallest_that_bounds_a_new_item_by_the_real_tails(nois
     unit = 16  # a coarse lattice, so that the Gaussian's exact tails can be summed
     cal = calibrate_union(eps, delta, max_items, noise, unit=unit)
     tail = _tail(noise, cal.scale)
-    target = math.exp(-eps) * (delta - cal.delta_gaussian)
+    target = delta - cal.delta_gaussian
 
     ks = np.arange(1, max_items + 1)
 

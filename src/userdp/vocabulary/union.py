@@ -20,10 +20,13 @@ norm at most ``U`` exactly, the histogram is integer, the noise is an exact inte
 only p holds. On ``S`` the released set is post-processing of a noisy histogram whose sensitivity is p's
 vector: ``epsilon``-DP (Laplace, ``t >= U / epsilon``) or ``(epsilon, delta_G)``-DP (Gaussian, zCDP of the
 discrete Gaussian, Canonne, Kamath & Steinke 2020). An item of ``N`` can appear only in the larger
-dataset's output, with probability at most ``delta_N``, the threshold's job. Together: for every event
-``E``, ``P[M(D) in E] <= e^eps (P[M(D') in E] + delta_N) + delta_G``, so the threshold is chosen for
-``delta_N <= e^-eps (delta - delta_G)`` (the paper states ``delta_N + delta_G <= delta``; the factor
-``e^-eps`` is what the direction from the smaller dataset to the larger needs, and this module keeps it).
+dataset's output, with probability at most ``delta_N`` whatever p's kept subset, the threshold's job.
+Write ``x = P[S' in E_0]`` for the shared part of the larger dataset's output (``E_0``: the outputs of ``E``
+with no item of ``N``). Then ``P[M(D') in E] >= (1 - delta_N) x`` and ``P[M(D) in E] <= min(1, e^eps x +
+delta_G)``, so ``P[M(D) in E] - e^eps P[M(D') in E] <= max_x min(1, e^eps x + delta_G) - e^eps x (1 -
+delta_N) <= delta_G + delta_N``; the other direction is ``P[M(D') in E] <= e^eps P[M(D) in E] + delta_G +
+delta_N`` directly. So ``delta_N + delta_G <= delta`` suffices, the paper's split (section 3): Gaussian noise
+gives half of ``delta`` to each; Laplace noise all of it to ``delta_N``.
 
 ``delta_N`` is computed from the actual samplers' tails. A person with ``k`` kept items gives each weight
 ``a_k``, and ``delta_N = max_k k P[Z >= T - a_k]``:
@@ -194,7 +197,7 @@ def calibrate_union(
             mid = (lo + hi) // 2
             lo, hi = (lo, mid) if ok(mid) else (mid, hi)
         scale = hi
-    target = math.exp(-eps) * (dlt - delta_g) * (1 - _MARGIN)
+    target = (dlt - delta_g) * (1 - _MARGIN)
     lo = unit  # T - a >= 1 for every weight a <= unit
     if _delta_new(lo + 1, noise, scale, max_items, unit) <= target:
         t_hi = lo + 1
