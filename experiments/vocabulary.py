@@ -10,10 +10,13 @@ items (the same subsets for every method), then:
   bound, which is tight to 1e-6 at these scales), ``h_i`` the item's integer weight;
 * PipelineDP 0.3 (through Google's C++ library, ``pydp.algorithms.partition_selection``): truncated
   geometric ("magic" partition selection, Desfontaines et al. 2022), Laplace thresholding and Gaussian
-  thresholding, each with its exact ``probability_of_keep(n_i)`` for an item held by ``n_i`` persons.
+  thresholding, each with its exact ``probability_of_keep(n_i)`` for an item held by ``n_i`` persons;
+* OpenDP 0.16's ``make_laplace_threshold`` (counts of persons, l0 = Delta_0, scale Delta_0 / epsilon, the
+  smallest threshold its privacy map allows at delta; integer discrete Laplace noise, so the keep
+  probability is exact). Its Gaussian threshold reports zCDP, and is not compared yet.
 
 PipelineDP runs in its own environment (its pins clash with userdp's): pass its Python with --peers-python
-(``python -m venv /tmp/pdpenv && /tmp/pdpenv/bin/pip install pipeline-dp``). Writes
+(``python -m venv /tmp/pdpenv && /tmp/pdpenv/bin/pip install pipeline-dp opendp``). Writes
 experiments/results/vocabulary.csv, vocabulary_table.md and vocabulary.png.
 
 Run: python experiments/vocabulary.py --peers-python /tmp/pdpenv/bin/python [--imdb PATH]
@@ -51,6 +54,33 @@ for eps, d0 in req["cases"]:
                        ("PipelineDP Gaussian thresholding", ps.create_gaussian_partition_strategy)):
         s = make(eps, req["delta"], d0)
         out[f"{name}|{eps}|{d0}"] = [s.probability_of_keep(n) for n in range(req["n_max"] + 1)]
+    try:  # OpenDP's Laplace threshold: scale l1 / epsilon, the smallest threshold its map allows at delta
+        import math
+        import opendp.prelude as dp
+
+        dp.enable_features("contrib")
+        dom = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=int))
+        met = dp.l01inf_distance(dp.absolute_distance(T=int))
+        scale = d0 / eps
+
+        def fits(t):
+            e, d = dp.m.make_laplace_threshold(dom, met, scale=scale, threshold=t).map((d0, d0, 1))
+            return e <= eps * (1 + 1e-9) and d <= req["delta"]
+
+        lo, hi = 1, 2
+        while not fits(hi):
+            lo, hi = hi, 2 * hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+        q = math.exp(-1.0 / scale)
+        keep = []
+        for n in range(req["n_max"] + 1):
+            m = hi - n  # kept when n + Z >= threshold
+            keep.append(math.exp(-m / scale) / (1 + q) if m >= 1 else 1 - math.exp(-(1 - m) / scale) / (1 + q))
+        out[f"OpenDP Laplace threshold|{eps}|{d0}"] = keep
+    except ImportError:
+        pass
 print(json.dumps(out))
 """
 
