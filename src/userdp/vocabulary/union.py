@@ -47,6 +47,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from ..errors import ParameterError
 from ..noise import (
@@ -216,24 +217,37 @@ def bound_contributions(
     offsets: np.ndarray, items: np.ndarray, max_items: int, rng: RngLike = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Keep at most ``max_items`` of each person's (distinct) items: a uniformly random subset for a person
-    holding more (each item gets an independent random 64-bit key; the smallest keys stay). The choice reads
-    only the person's own items and fresh randomness, so it leaves every person's contribution bounded
-    without touching the guarantee. Returns the new ``(offsets, items)``, items in their original order."""
+    holding more (each item gets an independent random 64-bit key; the smallest keys stay, in one compiled
+    pass over the persons). The choice reads only the person's own items and fresh randomness, so it leaves
+    every person's contribution bounded without touching the guarantee. Returns the new
+    ``(offsets, items)``, items in their original order."""
     offsets = np.asarray(offsets, dtype=np.int64)
     items = np.asarray(items, dtype=np.int64)
     deg = np.diff(offsets)
     if deg.size == 0 or deg.max(initial=0) <= max_items:
         return offsets, items
-    owner = np.repeat(np.arange(deg.size), deg)
-    heavy = deg[owner] > max_items
+    heavy_edges = np.repeat(deg > max_items, deg)
     keys = np.zeros(items.size, dtype=np.uint64)
-    keys[heavy] = resolve_rng(rng).words(int(heavy.sum()))
-    order = np.lexsort((keys, owner))  # by person, then by key (light persons keep their order)
-    rank = np.arange(items.size) - offsets[owner[order]]
-    keep = np.zeros(items.size, dtype=bool)
-    keep[order[rank < max_items]] = True
+    keys[heavy_edges] = resolve_rng(rng).words(int(heavy_edges.sum()))
+    keep = np.empty(items.size, dtype=np.bool_)
+    _keep_smallest_keys(offsets, keys, np.int64(max_items), keep)
     new_deg = np.minimum(deg, max_items)
     return np.r_[0, np.cumsum(new_deg)].astype(np.int64), items[keep]
+
+
+@njit(cache=True)
+def _keep_smallest_keys(offsets, keys, max_items, keep):
+    """``keep`` marks, for every person, all items (at most ``max_items``) or those with the ``max_items``
+    smallest random keys."""
+    for u in range(offsets.size - 1):
+        lo, hi = offsets[u], offsets[u + 1]
+        if hi - lo <= max_items:
+            keep[lo:hi] = True
+            continue
+        keep[lo:hi] = False
+        order = np.argsort(keys[lo:hi])
+        for j in range(max_items):
+            keep[lo + order[j]] = True
 
 
 def union_histogram(offsets: np.ndarray, items: np.ndarray, n_items: int, noise: str, unit: int = UNIT) -> np.ndarray:
