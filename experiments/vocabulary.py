@@ -8,6 +8,8 @@ items (the same subsets for every method), then:
 * userdp weighted Gaussian and weighted Laplace set union (:mod:`userdp.vocabulary`): the expected number of
   items released, ``sum_i P[h_i + Z >= T]`` with the samplers' tails (the Gaussian's through its normal
   bound, which is tight to 1e-6 at these scales), ``h_i`` the item's integer weight;
+* userdp policy Laplace (:mod:`userdp.vocabulary.policy`, Gopi et al.'s Algorithm 7 on the lattice, cutoff
+  ``T + 3 t``): the same expectation given the policy histogram of one random order of the persons;
 * PipelineDP 0.3 (through Google's C++ library, ``pydp.algorithms.partition_selection``): truncated
   geometric ("magic" partition selection, Desfontaines et al. 2022), Laplace thresholding and Gaussian
   thresholding, each with its exact ``probability_of_keep(n_i)`` for an item held by ``n_i`` persons;
@@ -36,7 +38,7 @@ import pandas as pd
 from userdp.datasets import amazon_fashion, foursquare_nyc_table, imdb_reviews
 from userdp.engines.base import Columns
 from userdp.engines.memory import MemoryEngine
-from userdp.vocabulary import bound_contributions, calibrate_union, union_histogram
+from userdp.vocabulary import bound_contributions, calibrate_union, policy_histogram, union_histogram
 
 OUT = Path(__file__).parent / "results"
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
@@ -97,10 +99,10 @@ def _sets(name: str, imdb: Path | None):
     return sets.offsets, sets.items, len(sets.domain)
 
 
-def _expected_userdp(hist: np.ndarray, cal) -> float:
+def _expected_userdp(hist: np.ndarray, cal, candidates: np.ndarray | None = None) -> float:
     from scipy.special import ndtr
 
-    h = hist[hist > 0].astype(np.float64)
+    h = hist[hist > 0 if candidates is None else candidates].astype(np.float64)
     m = cal.threshold - h  # released when Z >= m
     if cal.noise == "laplace":
         q = math.exp(-1.0 / cal.scale)
@@ -141,6 +143,9 @@ def main() -> None:
                     cal = calibrate_union(eps, DELTA, d0, noise)
                     hist = union_histogram(off, its, n_items, noise)
                     rows.append((name, eps, d0, f"userdp weighted {noise}", _expected_userdp(hist, cal)))
+                cal = calibrate_union(eps, DELTA, d0, "laplace", policy=True)
+                hist = policy_histogram(off, its, n_items, cal.cutoff, cal.unit, rng=2)
+                rows.append((name, eps, d0, "userdp policy laplace", _expected_userdp(hist, cal, n_held[d0] > 0)))
                 for key, probs in peers.items():
                     method, e, b = key.split("|")
                     if float(e) == eps and int(b) == d0:

@@ -801,25 +801,43 @@ def _tail_law(noise: str, scale: int):
 
 
 def set_union_law(persons: list[list[int]], calibration, n_items: int) -> dict:
-    """The exact output law ``{frozenset of items: probability}`` of a weighted set union
+    """The exact output law ``{frozenset of items: probability}`` of a set union
     (:mod:`userdp.vocabulary.union`) under ``calibration``: every choice of the kept subsets (uniform per
     person holding more than ``max_items``), the implementation's integer histogram
-    (:func:`~userdp.vocabulary.union_histogram`) and threshold test ``H + Z >= T``, items independent given
+    (:func:`~userdp.vocabulary.union_histogram`, or for a policy calibration
+    :func:`~userdp.vocabulary.policy.policy_histogram_in_order` over every order of the persons and every
+    priority of the items, each equally likely) and threshold test ``H + Z >= T``, items independent given
     the histogram."""
-    from itertools import combinations, product
+    from itertools import combinations, permutations, product
 
     from .vocabulary import union_histogram
+    from .vocabulary.policy import policy_histogram_in_order
 
     cal = calibration
     tail = _tail_law(cal.noise, cal.scale)
     options = [list(combinations(sorted(p), min(len(p), cal.max_items))) for p in persons]
-    law: dict = {}
+    hists: dict = {}  # (histogram, candidates) -> probability
     for pick in product(*options):
         weight = math.prod(1.0 / len(o) for o in options)
         offsets = np.r_[0, np.cumsum([len(c) for c in pick])].astype(np.int64)
         items = np.array([i for c in pick for i in c], dtype=np.int64)
-        hist = union_histogram(offsets, items, n_items, cal.noise, cal.unit)
-        ps = [tail(cal.threshold - int(h)) if h > 0 else 0.0 for h in hist]
+        held = tuple(bool(b) for b in np.bincount(items, minlength=n_items) > 0)
+        if not cal.policy:
+            hist = union_histogram(offsets, items, n_items, cal.noise, cal.unit)
+            key = (tuple(int(h) for h in hist), tuple(h > 0 for h in hist))
+            hists[key] = hists.get(key, 0.0) + weight
+            continue
+        orders = list(permutations(range(len(pick))))
+        priorities = list(permutations(range(n_items)))
+        share = weight / (len(orders) * len(priorities))
+        for order in orders:
+            for prio in priorities:
+                hist = policy_histogram_in_order(offsets, items, n_items, cal.cutoff, cal.unit, order, prio)
+                key = (tuple(int(h) for h in hist), held)
+                hists[key] = hists.get(key, 0.0) + share
+    law: dict = {}
+    for (hist, cand), weight in hists.items():
+        ps = [tail(cal.threshold - h) if c else 0.0 for h, c in zip(hist, cand, strict=True)]
         for bits in product((0, 1), repeat=n_items):
             pr = weight
             for b, q in zip(bits, ps, strict=True):
@@ -839,7 +857,9 @@ def audit_set_union(
     *,
     unit: int = 16,
     calibration=None,
-    name: str = "weighted set union",
+    name: str | None = None,
+    policy: bool = False,
+    cutoff_margin: float = 3.0,
 ) -> AuditResult:
     """Exact audit of the weighted set union over add/remove-one-person neighbours.
 
@@ -848,10 +868,14 @@ def audit_set_union(
     hockey-stick divergence at ``epsilon``; the measured delta is the largest. The calibration is the
     library's (:func:`userdp.vocabulary.calibrate_union`) on a coarse lattice of ``unit`` steps per person,
     so that the discrete Gaussian's law can be summed; pass ``calibration`` to audit another one (a broken
-    variant)."""
+    variant). ``policy=True`` audits the policy Laplace union (every order of the persons and priority of
+    the items; ``cutoff_margin`` its cutoff)."""
     from .vocabulary import calibrate_union
 
-    cal = calibration or calibrate_union(epsilon, delta, max_items, noise, unit=unit)
+    cal = calibration or calibrate_union(
+        epsilon, delta, max_items, noise, unit=unit, policy=policy, cutoff_margin=cutoff_margin
+    )
+    name = name or f"{'policy' if cal.policy else 'weighted'} set union"
     n_items = 1 + max((i for D in datasets for p in D for i in p), default=0)
     worst, where = 0.0, None
     for D in datasets:
@@ -860,11 +884,17 @@ def audit_set_union(
             d = _hockey_stick_laws(law, set_union_law(D[:u] + D[u + 1 :], cal, n_items), float(epsilon))
             if d > worst:
                 worst, where = d, (D, u)
-    ok = worst <= float(delta) * (1 + 1e-9)
+    # the threshold's share on its own: one person's k new items (k <= max_items), exactly
+    new = 0.0
+    for k in range(1, cal.max_items + 1):
+        law = set_union_law([list(range(k))], cal, k)
+        new = max(new, 1.0 - law.get(frozenset(), 0.0))
+    ok = worst <= float(delta) * (1 + 1e-9) and new <= (float(delta) - cal.delta_gaussian) * (1 + 1e-9)
     return AuditResult(
         name,
         f"({epsilon:g}, {delta:g})-DP (add/remove one person)",
-        f"delta at epsilon = {worst:.4g}",
+        f"delta at epsilon = {worst:.4g}; a new item released with probability {new:.4g} (of "
+        f"{float(delta) - cal.delta_gaussian:.4g})",
         ok,
         f"exact over {len(datasets)} datasets and their remove-one-person neighbours ({cal.noise} noise, "
         f"{cal.unit} lattice steps per person, threshold {cal.threshold}, scale {cal.scale}); worst: dataset "

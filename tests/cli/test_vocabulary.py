@@ -49,6 +49,8 @@ def test_vocabulary_json_and_csv(records, tmp_path, capsys):
         (["--max-items", "0"], "max-items"),
         (["--noise", "uniform"], "noise"),
         (["--out", "v.txt"], ".csv"),
+        (["--noise", "laplace", "--count-fraction", "1e-15"], "count"),
+        (["--noise", "gaussian", "--policy"], "Laplace noise only"),
     ],
 )
 def test_vocabulary_refusals_write_and_charge_nothing(records, tmp_path, capsys, extra, message):
@@ -57,8 +59,7 @@ def test_vocabulary_refusals_write_and_charge_nothing(records, tmp_path, capsys,
     before = ledger.read_text()
     capsys.readouterr()
     argv = _argv(records, "--ledger", str(ledger))
-    for i in range(0, len(extra), 2):  # the later option wins in argparse
-        argv += extra[i : i + 2]
+    argv += extra  # the later option wins in argparse
     try:
         code = main(argv)
     except SystemExit as exc:  # argparse's own refusals (a choice not offered) exit directly, with status 2
@@ -78,3 +79,10 @@ def test_vocabulary_is_charged_to_the_ledger(records, tmp_path, capsys):
     entries = json.loads(ledger.read_text())["entries"]
     assert len(entries) == 1 and entries[0]["label"] == "vocabulary"
     assert entries[0]["cost"]["epsilon"] == 1.0 and entries[0]["cost"]["delta"] == 1e-6
+
+
+def test_vocabulary_with_the_policy_histogram(records, capsys):
+    assert main(_argv(records, "--json", "--noise", "laplace", "--policy", "--max-items", "2", "--seed", "3")) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["selection"] == "policy" and got["items_released"] == 2
+    assert "lowest first" not in got["error"] and "none past" in got["error"]

@@ -78,8 +78,10 @@ TINY = [[[0]], [[0, 1]], [[0, 1], [1, 2]], [[0], [0, 1], [0, 2, 3]], [[0, 1], [0
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 def test_exact_audit_of_the_output_law(noise):
     """The auditor's exact laws (every kept subset, the integer histogram, the samplers' exact tails) over
-    remove-one-person neighbours: delta at epsilon within the claim; a threshold lowered by twice the noise
-    scale, or a Laplace scale a third too small, is refuted."""
+    remove-one-person neighbours: delta at epsilon within the claim, and a new item's release probability
+    within the threshold's share; a threshold lowered by twice the noise scale or by a few steps, a
+    calibration for twice delta, or a Laplace scale a third too small, is refuted. (On this coarse lattice
+    the Gaussian's tail bound is one step conservative: its threshold one step lower is still within.)"""
     from userdp.audit import audit_set_union
 
     eps, delta, max_items = 1.0, 1e-2, 2  # max_items = 2 < 3: a person's subset is drawn
@@ -88,6 +90,12 @@ def test_exact_audit_of_the_output_law(noise):
     cal = calibrate_union(eps, delta, max_items, noise, unit=16)
     low = dataclasses.replace(cal, threshold=cal.threshold - 2 * cal.scale)
     assert not audit_set_union(TINY, eps, delta, max_items, noise, calibration=low).passed
+    # the threshold's share on its own: a few steps low, or calibrated for twice delta, is refuted
+    for steps in (5,) if noise == "gaussian" else (1, 5):
+        low = dataclasses.replace(cal, threshold=cal.threshold - steps)
+        assert not audit_set_union(TINY, eps, delta, max_items, noise, calibration=low).passed
+    twice = calibrate_union(eps, 2 * delta, max_items, noise, unit=16)
+    assert not audit_set_union(TINY, eps, delta, max_items, noise, calibration=twice).passed
     if noise == "laplace":
         narrow = dataclasses.replace(cal, scale=cal.scale * 2 // 3)
         assert not audit_set_union(TINY, eps, delta, max_items, noise, calibration=narrow).passed
@@ -149,25 +157,33 @@ def _one_item_persons(n_items: int, per_item: int) -> tuple[np.ndarray, np.ndarr
     return np.arange(items.size + 1), items
 
 
+@pytest.mark.parametrize("max_items", [1, 4])
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
-def test_private_vocabulary_counts_have_the_stated_noise(noise):
+def test_private_vocabulary_counts_have_the_stated_noise(noise, max_items):
     """Every item held by 300 one-item persons is released; its count's noise has the stated standard
-    deviation (a 30% wrong scale is rejected), and the release states only public parameters."""
+    deviation, the one its sensitivity (max_items in l1, sqrt(max_items) in l2) calls for (a 30% wrong scale
+    is rejected), and the release states only public parameters."""
     from userdp.privacy.guarantees import ApproxDP
     from userdp.vocabulary import private_vocabulary
 
     offsets, items = _one_item_persons(3000, 300)
     labels = np.array([f"w{i:04d}" for i in range(3000)], dtype=object)
-    rel = private_vocabulary(offsets, items, labels, 2.0, 1e-6, max_items=1, noise=noise, rng=7)
+    rel = private_vocabulary(offsets, items, labels, 2.0, 1e-6, max_items=max_items, noise=noise, rng=7)
     assert rel.guarantee == ApproxDP(2.0, 1e-6)
     assert np.array_equal(rel.value["items"], labels)  # sorted labels, all released
     resid = rel.value["counts"] - 300
     sd = rel.params["count_sd"]
     est = float(np.sqrt(np.mean(resid**2)))
     assert abs(est / sd - 1) < 0.08 and abs(est / (1.3 * sd) - 1) > 0.15 and abs(est / (0.7 * sd) - 1) > 0.2
+    if noise == "laplace":  # the scale the sensitivity calls for, not only the one the release states
+        assert sd == pytest.approx(math.sqrt(2) * max_items / 1.0, rel=1e-3)
+    else:
+        from userdp.noise import calibrate_gaussian
+
+        assert sd == pytest.approx(calibrate_gaussian(math.sqrt(max_items), 1.0, 5e-7).sigma, rel=1e-3)
     assert set(rel.params) == {
-        "epsilon", "delta", "max_items", "noise", "count_fraction", "epsilon_set", "delta_set",
-        "epsilon_counts", "delta_counts", "threshold", "noise_sd", "count_sd",
+        "epsilon", "delta", "max_items", "noise", "policy", "cutoff", "count_fraction", "epsilon_set",
+        "delta_set", "epsilon_counts", "delta_counts", "threshold", "noise_sd", "count_sd",
     }  # fmt: skip
     assert rel.params["epsilon_set"] + rel.params["epsilon_counts"] == 2.0
     assert rel.params["delta_set"] + rel.params["delta_counts"] == 1e-6
@@ -191,4 +207,62 @@ def test_userdp_audit_vocabulary_passes(capsys):
 
     assert main(["audit", "vocabulary"]) == 0
     out = capsys.readouterr().out
-    assert out.count("[PASS]") == 2 and "laplace" in out and "gaussian" in out
+    assert out.count("[PASS]") == 3 and "laplace" in out and "gaussian" in out and "policy" in out
+
+
+def test_a_person_listing_an_item_many_times_holds_it_once():
+    """Repeats within a person are dropped before the weights: one person listing an item 1000 times gives
+    it the weight of one person (else the Gaussian's l2 bound fails: sqrt(1000) persons' weight)."""
+    from userdp.vocabulary import distinct_per_person, private_vocabulary
+
+    off, its = distinct_per_person(np.array([0, 1000, 1003]), np.r_[np.zeros(1000, int), [1, 2, 1]])
+    assert list(off) == [0, 1, 3] and list(its) == [0, 1, 2]
+    offsets, items = np.array([0, 1000]), np.zeros(1000, dtype=np.int64)
+    for seed in range(30):
+        chosen, _, _ = weighted_gaussian_union(offsets, items, 1, 1.0, 1e-6, max_items=1000, rng=seed)
+        assert chosen.size == 0
+        rel = private_vocabulary(offsets, items, np.array(["secret"]), 2.0, 1e-6, max_items=1000, rng=seed)
+        assert rel.value["items"].size == 0
+    with pytest.raises(ParameterError, match="item codes"):
+        weighted_laplace_union(np.array([0, 1]), np.array([5]), 3, 1.0, 1e-6)
+
+
+def test_the_threshold_test_is_at_least_t_exactly(monkeypatch):
+    """With the noise stubbed to zero, the library's selection keeps weight T and drops T - 1 (one lattice
+    step below the threshold)."""
+    import userdp.vocabulary.union as union
+
+    cal = calibrate_union(1.0, 1e-6, 1, "laplace")
+    monkeypatch.setattr(union, "discrete_laplace", lambda scale, n, src: np.zeros(n, dtype=np.int64))
+    hist = np.array([cal.threshold - 1, cal.threshold, 0, cal.threshold + 5], dtype=np.int64)
+    chosen, noisy = union._select(hist, cal, 0)
+    assert list(chosen) == [1, 3] and list(noisy) == [cal.threshold, cal.threshold + 5]
+
+
+@pytest.mark.parametrize(("eps", "delta"), [(1.0, 1e-6), (0.1, 1e-9), (8.0, 1e-3)])
+def test_gaussian_scale_meets_half_of_delta_by_zcdp_and_is_the_smallest(eps, delta):
+    """The discrete Gaussian's width w: rho = U^2 / (2 w^2) zCDP gives at most delta / 2 at epsilon, and
+    w - 1 does not (so neither the whole delta nor a width sqrt(2) too small passes)."""
+    from userdp.noise import zcdp_delta
+
+    cal = calibrate_union(eps, delta, 10, "gaussian")
+    assert cal.delta_gaussian == delta / 2
+    assert zcdp_delta(UNIT * UNIT / (2.0 * cal.scale**2), eps) <= delta / 2
+    assert zcdp_delta(UNIT * UNIT / (2.0 * (cal.scale - 1) ** 2), eps) > delta / 2 * (1 - 1e-6)
+
+
+def test_every_refusal_comes_from_the_parameters_alone():
+    """Budgets too small for the counts, deltas too small for the calibration: refused by the plan, before
+    any data, whatever the selection would release; the budget split never exceeds epsilon."""
+    from userdp.vocabulary import plan_vocabulary
+
+    with pytest.raises(ParameterError, match="counts' share"):
+        plan_vocabulary(1.0, 1e-6, 1, "laplace", count_fraction=1e-15)
+    with pytest.raises(ParameterError, match="counts' share"):
+        plan_vocabulary(1.0, 1e-16, 10, "gaussian", count_fraction=0.5)
+    with pytest.raises(ParameterError, match="delta"):
+        plan_vocabulary(1.0, 1e-250, 10, "gaussian", count_fraction=0.0)
+    for eps in (49.975, 0.3, 7.1):
+        for frac in (0.2, 0.1, 0.7, 0.33):
+            p = plan_vocabulary(eps, 1e-6, 10, "gaussian", count_fraction=frac)
+            assert p["epsilon_set"] + p["epsilon_counts"] <= eps

@@ -108,6 +108,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
             audit_set_union(tiny, 1.0, 1e-2, 2, noise, name=f"weighted {noise} set union, epsilon 1, delta 0.01")
             for noise in ("laplace", "gaussian")
         ]
+        policy_tiny = [*tiny[:5], [[0], [0], [0, 1], [1, 2]], [[0, 1, 2], [0], [0], [1]], [[0]] * 4 + [[0, 1]]]
+        results.append(  # every order of the persons and priority of the items; persons fill items at T
+            audit_set_union(policy_tiny, 4.0, 1e-2, 2, "laplace", policy=True, cutoff_margin=0.0,
+                            name="policy laplace set union, epsilon 4, delta 0.01 (cutoff at the threshold)")
+        )  # fmt: skip
         for r in results:
             console().print(str(r))
         return 0 if all(r.passed for r in results) else 1
@@ -150,7 +155,7 @@ def add_parser(sub) -> None:
         ],
         help="lattice: the exact support-and-loss audits of the lattice samplers (Laplace, Gaussian, l1, l2); "
         "heatmap: every heatmap algorithm, statistically, under add/remove-one-user neighbours; vocabulary: the "
-        "exact audit of the weighted set unions",
+        "exact audit of the weighted and policy set unions",
     )
     au.add_argument(
         "--trials", type=number(int, 1, 10**7), default=50_000, help="samples per input (statistical audits)"

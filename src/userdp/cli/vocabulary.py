@@ -37,6 +37,7 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
         tokenize=args.tokenize,
         max_items=args.max_items,
         noise=args.noise,
+        policy=args.policy,
         count_fraction=args.count_fraction,
         engine=args.engine,
         rng=args.seed,
@@ -74,6 +75,7 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
         "delta": args.delta,
         "max_items": args.max_items,
         "noise": args.noise,
+        "selection": "policy" if args.policy else "weighted",
         "engine": args.engine,
         "guarantee": rel.guarantee.describe(),
         "error": rel.error.description,
@@ -83,7 +85,8 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
         **({"written": str(out)} if out is not None else {}),
     }
     warn_seed(args, result)
-    report(args, "person-level DP vocabulary (weighted set union, Gopi et al. 2020)", result)
+    how = "policy" if args.policy else "weighted"
+    report(args, f"person-level DP vocabulary ({how} set union, Gopi et al. 2020)", result)
     return 0
 
 
@@ -106,6 +109,12 @@ def add_parser(sub) -> None:
         "--max-items", type=number(int, 1, 10_000), default=100, help="the most items one person contributes"
     )
     vo.add_argument("--noise", choices=["gaussian", "laplace"], default="gaussian", help="the noise of both steps")
+    vo.add_argument(
+        "--policy",
+        action="store_true",
+        help="select with the policy Laplace histogram (with --noise laplace): persons stop adding weight to "
+        "items that have enough",
+    )
     vo.add_argument(
         "--count-fraction",
         type=number(float, 0.0, 0.99),

@@ -1,11 +1,16 @@
 """Which items: person-level DP set union (private vocabularies, partition selection)."""
 
+from .policy import policy_histogram
 from .union import (
     UNIT,
     UnionCalibration,
     bound_contributions,
     calibrate_union,
+    distinct_per_person,
+    new_item_weight,
     person_weights,
+    plan_vocabulary,
+    policy_laplace_union,
     private_vocabulary,
     union_histogram,
     weighted_gaussian_union,
@@ -17,7 +22,12 @@ __all__ = [
     "UnionCalibration",
     "bound_contributions",
     "calibrate_union",
+    "distinct_per_person",
+    "new_item_weight",
     "person_weights",
+    "plan_vocabulary",
+    "policy_histogram",
+    "policy_laplace_union",
     "private_vocabulary",
     "union_histogram",
     "weighted_gaussian_union",

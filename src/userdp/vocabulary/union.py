@@ -53,6 +53,7 @@ from ..errors import ParameterError
 from ..noise import (
     RngLike,
     calibrate_gaussian,
+    calibrate_laplace,
     discrete_gaussian,
     discrete_laplace,
     gaussian_mechanism,
@@ -62,13 +63,18 @@ from ..noise import (
 )
 from ..privacy.guarantees import ApproxDP, Neighbours
 from ..privacy.result import ErrorStatement, Release
+from .policy import policy_histogram
 
 __all__ = [
     "UNIT",
     "UnionCalibration",
     "bound_contributions",
     "calibrate_union",
+    "distinct_per_person",
+    "new_item_weight",
     "person_weights",
+    "plan_vocabulary",
+    "policy_laplace_union",
     "private_vocabulary",
     "union_histogram",
     "weighted_gaussian_union",
@@ -97,6 +103,9 @@ class UnionCalibration:
     delta_gaussian, delta_new:
         The ``delta`` of the noisy histogram on shared items (0 for Laplace) and the bound on the probability
         that any item only the added person holds is released.
+    policy, cutoff:
+        ``True`` for the policy Laplace histogram (:mod:`userdp.vocabulary.policy`), whose persons raise
+        items only up to ``cutoff`` (``Gamma``, in lattice steps); ``cutoff`` is 0 for a weighted union.
     """
 
     noise: str
@@ -108,6 +117,8 @@ class UnionCalibration:
     threshold: int
     delta_gaussian: float
     delta_new: float
+    policy: bool = False
+    cutoff: int = 0
 
     @property
     def threshold_in_persons(self) -> float:
@@ -149,11 +160,21 @@ def _log_tail_gaussian(m: np.ndarray, w: int) -> np.ndarray:
     return log_ndtr(-(np.asarray(m, dtype=np.float64) - 1) / w) + math.log(_TRUNCATION)
 
 
-def _delta_new(threshold: int, noise: str, scale: int, max_items: int, unit: int) -> float:
+def new_item_weight(k: np.ndarray, noise: str, unit: int = UNIT, policy: bool = False) -> np.ndarray:
+    """The most weight each of ``k`` items only one person holds can get: :func:`person_weights` for a
+    weighted union, ``ceil(unit / k)`` for the policy Laplace histogram (its water-filling gives the person's
+    ``k`` new items, all at level 0, equal shares up to one lattice step)."""
+    k = np.asarray(k, dtype=np.int64)
+    if policy:
+        return -(-unit // k)
+    return person_weights(k, noise, unit)
+
+
+def _delta_new(threshold: int, noise: str, scale: int, max_items: int, unit: int, policy: bool = False) -> float:
     """``max_k k P[Z >= T - a_k]`` over ``k = 1 .. max_items`` (with the relative margin)."""
     ks = np.arange(1, max_items + 1, dtype=np.int64)
     tail = _log_tail_laplace if noise == "laplace" else _log_tail_gaussian
-    worst = float(np.max(np.log(ks) + tail(threshold - person_weights(ks, noise, unit), scale)))
+    worst = float(np.max(np.log(ks) + tail(threshold - new_item_weight(ks, noise, unit, policy), scale)))
     return math.exp(worst) * (1 + _MARGIN)
 
 
@@ -164,10 +185,10 @@ def _check(epsilon: float, delta: float, max_items: int, noise: str) -> tuple[fl
         eps, dlt = float(epsilon), float(delta)
     except (TypeError, ValueError):
         raise ParameterError("epsilon and delta must be numbers") from None
-    if not (math.isfinite(eps) and 0 < eps <= 50):
-        raise ParameterError(f"epsilon must lie in (0, 50], got {epsilon!r}")
-    if not 0 < dlt < 1:
-        raise ParameterError(f"a set union needs delta in (0, 1): an item only one person holds must be "
+    if not (math.isfinite(eps) and 1e-6 <= eps <= 50):
+        raise ParameterError(f"epsilon must lie in [1e-6, 50], got {epsilon!r}")
+    if not 1e-100 <= dlt < 1:
+        raise ParameterError(f"a set union needs delta in [1e-100, 1): an item only one person holds must be "
                              f"released with probability at most delta, got {delta!r}")  # fmt: skip
     if isinstance(max_items, bool) or not isinstance(max_items, int | np.integer) or not 1 <= max_items <= 10_000:
         raise ParameterError(f"max_items must be a whole number in [1, 10000], got {max_items!r}")
@@ -175,12 +196,36 @@ def _check(epsilon: float, delta: float, max_items: int, noise: str) -> tuple[fl
 
 
 def calibrate_union(
-    epsilon: float, delta: float, max_items: int, noise: str = "gaussian", unit: int = UNIT
+    epsilon: float,
+    delta: float,
+    max_items: int,
+    noise: str = "gaussian",
+    unit: int = UNIT,
+    *,
+    policy: bool = False,
+    cutoff_margin: float = 3.0,
 ) -> UnionCalibration:
-    """The noise scale and the threshold of a weighted set union that is ``(epsilon, delta)``-DP for adding
-    or removing one person (see the module's notes). For Gaussian noise half of ``delta`` goes to the noisy
-    histogram, half to the threshold."""
+    """The noise scale and the threshold of a set union that is ``(epsilon, delta)``-DP for adding or
+    removing one person (see the module's notes). For Gaussian noise half of ``delta`` goes to the noisy
+    histogram, half to the threshold.
+
+    With ``policy=True`` (Laplace noise only) the calibration is the policy Laplace histogram's
+    (:mod:`userdp.vocabulary.policy`): the same scale, a threshold that bounds a new item's weight by
+    ``ceil(unit / k)``, and the cutoff ``Gamma = T + cutoff_margin * t`` (Gopi et al.'s ``rho + alpha / epsilon``
+    with ``alpha = cutoff_margin``; a public tuning constant)."""
     eps, dlt, max_items = _check(epsilon, delta, max_items, noise)
+    try:
+        margin = float(cutoff_margin)
+    except (TypeError, ValueError):
+        raise ParameterError(f"cutoff_margin must be a number in [0, 100], got {cutoff_margin!r}") from None
+    if not 0.0 <= margin <= 100.0:
+        raise ParameterError(f"cutoff_margin must lie in [0, 100], got {cutoff_margin!r}")
+    if policy and noise != "laplace":
+        raise ParameterError(
+            "the policy histogram runs with Laplace noise only: policy Gaussian's l2 descent has no exact "
+            "lattice form (its rounding breaks the contraction its guarantee rests on), and the l1 policy with "
+            "Gaussian noise releases fewer items than the weighted Gaussian; use noise='gaussian' without policy"
+        )
     if noise == "laplace":
         scale = math.ceil(unit / eps)  # l1 sensitivity unit: epsilon-DP exactly (unit / t <= epsilon)
         delta_g = 0.0
@@ -200,29 +245,31 @@ def calibrate_union(
         scale = hi
     target = (dlt - delta_g) * (1 - _MARGIN)
     lo = unit  # T - a >= 1 for every weight a <= unit
-    if _delta_new(lo + 1, noise, scale, max_items, unit) <= target:
+    if _delta_new(lo + 1, noise, scale, max_items, unit, policy) <= target:
         t_hi = lo + 1
     else:
         t_hi = lo + scale
-        while _delta_new(t_hi, noise, scale, max_items, unit) > target:
+        while _delta_new(t_hi, noise, scale, max_items, unit, policy) > target:
             lo, t_hi = t_hi, t_hi + 2 * (t_hi - unit)
         while t_hi - lo > 1:
             mid = (lo + t_hi) // 2
-            lo, t_hi = (lo, mid) if _delta_new(mid, noise, scale, max_items, unit) <= target else (mid, t_hi)
-    d_new = _delta_new(t_hi, noise, scale, max_items, unit)
-    return UnionCalibration(noise, eps, dlt, max_items, unit, int(scale), int(t_hi), delta_g, d_new)
+            ok_mid = _delta_new(mid, noise, scale, max_items, unit, policy) <= target
+            lo, t_hi = (lo, mid) if ok_mid else (mid, t_hi)
+    d_new = _delta_new(t_hi, noise, scale, max_items, unit, policy)
+    cutoff = int(t_hi) + math.ceil(margin * scale) if policy else 0
+    return UnionCalibration(noise, eps, dlt, max_items, unit, int(scale), int(t_hi), delta_g, d_new, policy, cutoff)
 
 
 def bound_contributions(
     offsets: np.ndarray, items: np.ndarray, max_items: int, rng: RngLike = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Keep at most ``max_items`` of each person's (distinct) items: a uniformly random subset for a person
-    holding more (each item gets an independent random 64-bit key; the smallest keys stay, in one compiled
-    pass over the persons). The choice reads only the person's own items and fresh randomness, so it leaves
+    """Keep at most ``max_items`` of each person's distinct items (repeats of an item within a person are
+    dropped first, :func:`distinct_per_person`): a uniformly random subset for a person holding more (each
+    item gets an independent random 64-bit key; the smallest keys stay, in one compiled pass over the
+    persons). The choice reads only the person's own items and fresh randomness, so it leaves
     every person's contribution bounded without touching the guarantee. Returns the new
     ``(offsets, items)``, items in their original order."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    items = np.asarray(items, dtype=np.int64)
+    offsets, items = distinct_per_person(offsets, items)
     deg = np.diff(offsets)
     if deg.size == 0 or deg.max(initial=0) <= max_items:
         return offsets, items
@@ -233,6 +280,42 @@ def bound_contributions(
     _keep_smallest_keys(offsets, keys, np.int64(max_items), keep)
     new_deg = np.minimum(deg, max_items)
     return np.r_[0, np.cumsum(new_deg)].astype(np.int64), items[keep]
+
+
+def distinct_per_person(offsets: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Drop repeats of an item within a person (keeping the first), in one compiled pass. The weights and
+    the counts are per *distinct* item: a person listing an item twice must not give it twice the weight."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    items = np.asarray(items, dtype=np.int64)
+    if items.size == 0:
+        return offsets, items
+    if items.min() < 0:
+        raise ParameterError("item codes must be non-negative")
+    keep = np.empty(items.size, dtype=np.bool_)
+    n_new = np.empty(offsets.size - 1, dtype=np.int64)
+    if _mark_first(offsets, items, np.full(int(items.max()) + 1, -1, dtype=np.int64), keep, n_new):
+        return offsets, items
+    return np.r_[0, np.cumsum(n_new)].astype(np.int64), items[keep]
+
+
+@njit(cache=True)
+def _mark_first(offsets, items, stamp, keep, n_new):
+    """``keep`` the first occurrence of each item within each person (``stamp[i]`` = the last person seen
+    with item ``i``); returns True when nothing repeats."""
+    clean = True
+    for u in range(offsets.size - 1):
+        c = 0
+        for e in range(offsets[u], offsets[u + 1]):
+            i = items[e]
+            if stamp[i] == u:
+                keep[e] = False
+                clean = False
+            else:
+                stamp[i] = u
+                keep[e] = True
+                c += 1
+        n_new[u] = c
+    return clean
 
 
 @njit(cache=True)
@@ -263,9 +346,24 @@ def union_histogram(offsets: np.ndarray, items: np.ndarray, n_items: int, noise:
     return np.bincount(np.asarray(items, dtype=np.int64), weights=per_item, minlength=int(n_items)).astype(np.int64)
 
 
-def _select(hist: np.ndarray, cal: UnionCalibration, rng: RngLike) -> tuple[np.ndarray, np.ndarray]:
+def _check_codes(items: np.ndarray, n_items: int) -> None:
+    items = np.asarray(items)
+    if items.size and (items.min() < 0 or items.max() >= n_items):
+        raise ParameterError("item codes must lie in [0, n_items) (one code per label)")
+
+
+def _histogram(offsets: np.ndarray, items: np.ndarray, n_items: int, cal: UnionCalibration, rng: RngLike):
+    """The union's integer histogram and its candidates (items some person kept)."""
+    if cal.policy:
+        hist = policy_histogram(offsets, items, n_items, cal.cutoff, cal.unit, rng)
+        return hist, np.bincount(np.asarray(items, dtype=np.int64), minlength=int(n_items)) > 0
+    hist = union_histogram(offsets, items, n_items, cal.noise, cal.unit)
+    return hist, hist > 0
+
+
+def _select(hist: np.ndarray, cal: UnionCalibration, rng: RngLike, held: np.ndarray | None = None):
     src = resolve_rng(rng)
-    present = np.flatnonzero(hist > 0)  # items no one holds are never candidates
+    present = np.flatnonzero(hist > 0 if held is None else held)  # items no one holds are never candidates
     if cal.noise == "laplace":
         z = discrete_laplace(cal.scale, present.size, src)
     else:
@@ -275,12 +373,13 @@ def _select(hist: np.ndarray, cal: UnionCalibration, rng: RngLike) -> tuple[np.n
     return present[chosen], noisy[chosen]
 
 
-def _union(offsets, items, n_items, epsilon, delta, max_items, noise, rng):
-    cal = calibrate_union(epsilon, delta, max_items, noise)
+def _union(offsets, items, n_items, epsilon, delta, max_items, noise, rng, policy=False, cutoff_margin=3.0):
+    cal = calibrate_union(epsilon, delta, max_items, noise, policy=policy, cutoff_margin=cutoff_margin)
+    _check_codes(items, n_items)
     src = resolve_rng(rng)
     off, its = bound_contributions(offsets, items, cal.max_items, src)
-    hist = union_histogram(off, its, n_items, noise)
-    chosen, noisy = _select(hist, cal, src)
+    hist, held = _histogram(off, its, n_items, cal, src)
+    chosen, noisy = _select(hist, cal, src, held)
     return chosen, noisy, cal
 
 
@@ -309,7 +408,10 @@ def weighted_laplace_union(
     -------
     (codes, noisy weights, calibration)
         The released item codes (ascending), their noisy weights in lattice steps (``/ calibration.unit``
-        for persons' weight; post-processing of the same noise, safe to publish), and the calibration.
+        for persons' weight; post-processing of the same noise), and the calibration. Publish the codes'
+        *labels*, not the codes, unless the codes were assigned without looking at the data: codes numbered
+        from the data's own items (as the engines do, by sorted label) shift when a person with a new item
+        joins, and so reveal that person.
     """
     return _union(offsets, items, n_items, epsilon, delta, max_items, "laplace", rng)
 
@@ -328,6 +430,75 @@ def weighted_gaussian_union(
     return _union(offsets, items, n_items, epsilon, delta, max_items, "gaussian", rng)
 
 
+def policy_laplace_union(
+    offsets: np.ndarray,
+    items: np.ndarray,
+    n_items: int,
+    epsilon: float,
+    delta: float,
+    max_items: int = 100,
+    cutoff_margin: float = 3.0,
+    rng: RngLike = None,
+) -> tuple[np.ndarray, np.ndarray, UnionCalibration]:
+    """Policy Laplace set union (Gopi et al. 2020, section 4, Algorithm 7 with the threshold of their
+    Theorem 4.2's proof), exact on the lattice (:mod:`userdp.vocabulary.policy`), with discrete Laplace
+    noise. ``cutoff_margin`` is the paper's ``alpha``: persons stop raising an item at
+    ``Gamma = T + alpha t`` (``t`` the noise scale; the paper uses 3). Other parameters and returns as
+    :func:`weighted_laplace_union`."""
+    return _union(offsets, items, n_items, epsilon, delta, max_items, "laplace", rng, True, cutoff_margin)
+
+
+_MAX_RELEASED = 1 << 31  # a public bound on how many counts one release holds (their calibration's dim)
+
+
+def plan_vocabulary(
+    epsilon: float,
+    delta: float,
+    max_items: int = 100,
+    noise: str = "gaussian",
+    policy: bool = False,
+    count_fraction: float = 0.5,
+    cutoff_margin: float = 3.0,
+) -> dict:
+    """Check every parameter of :func:`private_vocabulary` and split its budget, before any data is read:
+    every refusal depends on the parameters alone (the counts' calibration is checked for a public bound of
+    ``2^31`` released items, so that how many items the selection released cannot decide a refusal)."""
+    eps, dlt, max_items = _check(epsilon, delta, max_items, noise)
+    try:
+        frac = float(count_fraction)
+    except (TypeError, ValueError):
+        raise ParameterError(f"count_fraction must be a number in [0, 1), got {count_fraction!r}") from None
+    if not 0.0 <= frac < 1.0:
+        raise ParameterError(f"count_fraction must lie in [0, 1) (the set needs some budget), got {count_fraction!r}")
+    eps_count = eps * frac
+    eps_set = eps - eps_count
+    while eps_set + eps_count > eps:  # the two parts never add up to more than epsilon, to the last bit
+        eps_set = math.nextafter(eps_set, 0.0)
+    delta_count = dlt / 2 if (noise == "gaussian" and frac > 0) else 0.0
+    delta_set = dlt - delta_count
+    cal = calibrate_union(eps_set, delta_set, max_items, noise, policy=policy, cutoff_margin=cutoff_margin)
+    if frac > 0:
+        try:
+            if noise == "laplace":
+                calibrate_laplace(float(max_items), eps_count, dim=_MAX_RELEASED)
+            else:
+                calibrate_gaussian(math.sqrt(max_items), eps_count, delta_count, dim=_MAX_RELEASED)
+        except ParameterError as exc:
+            raise ParameterError(f"the counts' share of the budget is too small ({exc}); raise count_fraction "
+                                 "or pass 0 to release the set alone") from None  # fmt: skip
+    return {
+        "epsilon": eps,
+        "delta": dlt,
+        "max_items": max_items,
+        "count_fraction": frac,
+        "epsilon_set": eps_set,
+        "delta_set": delta_set,
+        "epsilon_counts": eps_count,
+        "delta_counts": delta_count,
+        "calibration": cal,
+    }
+
+
 def private_vocabulary(
     offsets: np.ndarray,
     items: np.ndarray,
@@ -337,7 +508,9 @@ def private_vocabulary(
     *,
     max_items: int = 100,
     noise: str = "gaussian",
+    policy: bool = False,
     count_fraction: float = 0.5,
+    cutoff_margin: float = 3.0,
     rng: RngLike = None,
 ) -> Release:
     """Which items, and how many persons hold each: a weighted set union, then a noisy person count of every
@@ -355,9 +528,14 @@ def private_vocabulary(
         ``Delta_0``: the most items one person contributes (public).
     noise:
         ``"gaussian"`` (default) or ``"laplace"``, for both steps.
+    policy:
+        Select with the policy Laplace histogram (:func:`policy_laplace_union`; ``noise="laplace"`` only)
+        rather than the weighted one.
     count_fraction:
         Share of ``epsilon`` (and, with Gaussian noise, of ``delta``) spent on the counts; ``0`` releases the
         set alone.
+    cutoff_margin:
+        The policy's ``alpha`` (:func:`policy_laplace_union`).
 
     Returns
     -------
@@ -367,22 +545,17 @@ def private_vocabulary(
         each), plus lattice noise of the stated standard deviation. Guarantee: ``ApproxDP(epsilon, delta)``,
         add/remove one person (sequential composition of the two steps).
     """
-    eps, dlt, max_items = _check(epsilon, delta, max_items, noise)
-    try:
-        frac = float(count_fraction)
-    except (TypeError, ValueError):
-        raise ParameterError(f"count_fraction must be a number in [0, 1), got {count_fraction!r}") from None
-    if not 0.0 <= frac < 1.0:
-        raise ParameterError(f"count_fraction must lie in [0, 1) (the set needs some budget), got {count_fraction!r}")
-    eps_set = eps * (1 - frac)
-    eps_count = eps * frac
-    delta_count = dlt / 2 if (noise == "gaussian" and frac > 0) else 0.0
-    delta_set = dlt - delta_count
+    plan = plan_vocabulary(epsilon, delta, max_items, noise, policy, count_fraction, cutoff_margin)
+    eps, dlt, max_items, frac = plan["epsilon"], plan["delta"], plan["max_items"], plan["count_fraction"]
+    eps_set, delta_set = plan["epsilon_set"], plan["delta_set"]
+    eps_count, delta_count = plan["epsilon_counts"], plan["delta_counts"]
+    cal = plan["calibration"]
     src = resolve_rng(rng)
     labels = np.asarray(labels)
-    cal = calibrate_union(eps_set, delta_set, max_items, noise)
+    _check_codes(items, labels.size)
     off, its = bound_contributions(offsets, items, cal.max_items, src)
-    chosen, _ = _select(union_histogram(off, its, labels.size, noise), cal, src)
+    hist, held_any = _histogram(off, its, labels.size, cal, src)
+    chosen, _ = _select(hist, cal, src, held_any)
     counts = None
     count_sd = None
     if frac > 0:
@@ -397,9 +570,13 @@ def private_vocabulary(
             count_sd = calibrate_gaussian(sens, eps_count, delta_count, dim=max(1, held.size)).sigma
     guarantee = ApproxDP(eps, dlt, Neighbours.ADD_REMOVE_USER)
     order = np.argsort(labels[chosen], kind="stable")
+    how = (
+        f"a person spends weight 1 on their kept items in equal shares, none past {cal.cutoff / cal.unit:.4g}"
+        if policy
+        else f"a person with k kept items gives each {'1/k' if noise == 'laplace' else '1/sqrt(k)'}"
+    )
     error = ErrorStatement(
-        f"an item held by persons of total weight h (a person with k kept items gives each "
-        f"{'1/k' if noise == 'laplace' else '1/sqrt(k)'}) is released with probability "
+        f"an item held by persons of total weight h ({how}) is released with probability "
         f"P(h + noise >= {cal.threshold_in_persons:.4g}), noise sd {cal.noise_sd_in_persons:.3g}; an item only one "
         f"person holds, with probability at most {cal.delta_new:.3g}"
         + (f"; each count has noise sd {count_sd:.3g} and counts at most {max_items} items per person" if frac else "")
@@ -407,12 +584,15 @@ def private_vocabulary(
     return Release(
         {"items": labels[chosen][order], "counts": None if counts is None else np.asarray(counts)[order]},
         guarantee,
-        f"weighted {noise} set union (Gopi et al. 2020)" + (" + noisy person counts" if frac else ""),
+        f"{'policy' if policy else 'weighted'} {noise} set union (Gopi et al. 2020)"
+        + (" + noisy person counts" if frac else ""),
         {
             "epsilon": eps,
             "delta": dlt,
             "max_items": max_items,
             "noise": noise,
+            "policy": bool(policy),
+            "cutoff": cal.cutoff / cal.unit if policy else None,
             "count_fraction": frac,
             "epsilon_set": eps_set,
             "delta_set": delta_set,
