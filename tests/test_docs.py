@@ -128,6 +128,15 @@ def _check_vocabulary(v, env) -> None:
     assert guarantee == ApproxDP(2.0, 1e-6) and "released with probability" in error.description
 
 
+def _check_key_counts(v, env) -> None:
+    from userdp.privacy.guarantees import PureDP
+
+    keys, counts, bounds, guarantee = v
+    assert list(keys) == ["Afghan Restaurant", "African Restaurant"] and len(counts) == 2
+    assert bounds[0] in (1, 2, 4, 8, 16, 32, 64, 128, 256) and bounds[1] in (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    assert guarantee == PureDP(1.0)
+
+
 def _outputs() -> dict[str, Callable]:
     from userdp.privacy import Neighbours, PureDP
     from userdp.privacy.guarantees import ApproxDP
@@ -160,6 +169,9 @@ def _outputs() -> dict[str, Callable]:
         'rel.value, rel.extras["bound"], rel.error': _check_release_triple,
         # private vocabulary: Foursquare categories at (2, 1e-6)
         'rel.value["items"][:3], rel.value["counts"][:3], rel.guarantee, rel.error': _check_vocabulary,
+        'rel.value["keys"][:2], rel.value["counts"][:2], (rel.value["l0"], rel.value["linf"]), rel.guarantee': (
+            _check_key_counts
+        ),
     }
 
 

@@ -62,6 +62,17 @@ RELEASES = {
             src, 4.0, 1e-3, item="text", tokenize=True, noise="laplace", engine=eng, rng=rng
         ),
     ),
+    "key counts, public keys, bounds by GEM": (
+        False,
+        lambda src, eng, rng=5: releases.key_counts(src, 2.0, key="item", keys=LABELS[:9] + ["Z"], engine=eng,
+                                                    rng=rng),  # fmt: skip
+    ),
+    "key counts, selected keys, gaussian": (
+        False,
+        lambda src, eng, rng=5: releases.key_counts(
+            src, 4.0, 1e-3, key="item", noise="gaussian", max_keys=3, engine=eng, rng=rng
+        ),
+    ),
     "histogram": (False, lambda src, eng, rng=5: releases.histogram(src, DOMAIN, 1.0, engine=eng, rng=rng)),
     "linear, local": (
         False,
@@ -89,7 +100,7 @@ RELEASES = {
 
 
 def _values(rel) -> np.ndarray:
-    if isinstance(rel.value, dict):  # the vocabulary: items and counts
+    if isinstance(rel.value, dict):  # the vocabulary (items and counts), the key counts (and their bounds)
         return np.concatenate([np.asarray(v, dtype=object).ravel() for v in rel.value.values() if v is not None])
     return np.asarray(rel.value)
 
@@ -115,4 +126,4 @@ def test_memory_chunked_and_spark_releases_are_identical(name, tmp_path, spark_e
     _same(memory, run(_flaky(df), spark_engine))  # a retried task recomputes the same rows
     assert not np.array_equal(_values(run(table, "memory", rng=6)), _values(memory))  # not vacuous
     if isinstance(memory.value, dict):
-        assert len(memory.value["items"]) > 0
+        assert len(memory.value["items" if "items" in memory.value else "keys"]) > 0

@@ -36,6 +36,8 @@ from ..errors import DataError, ParameterError
 from ..noise import KeyedStreams
 
 __all__ = [
+    "key_records_from_triples",
+    "key_records_of_dataset",
     "Columns",
     "Engine",
     "UserSizes",
@@ -150,6 +152,12 @@ class Engine(ABC):
     @abstractmethod
     def edges(self, data: Any) -> UserDataset:
         """The deduplicated person-element edges as a dataset of sets (:func:`edges_from_pairs`)."""
+
+    def key_records(self, data: Any) -> tuple[UserDataset, np.ndarray]:
+        """Each person's keys and how many records they hold of each: a dataset of sets (each key once per
+        person, coded by the keys' sorted text as :meth:`edges` does) and the multiplicity of every entry.
+        Persons appear in the order of their keys; the aggregation runs where the data are."""
+        raise NotImplementedError(f"the {self.name} engine cannot count records per key")
 
     @abstractmethod
     def sample_keyed(self, data: Any, s: int, streams: KeyedStreams) -> Any:
@@ -517,6 +525,44 @@ def edges_from_codes(users: np.ndarray, codes: np.ndarray, labels: np.ndarray) -
     codes, domain = _text_coded(codes, labels)
     offsets, order, keys = group_by_user(users)
     return UserDataset(offsets, codes[order], keys, domain).dedupe()
+
+
+def key_records_from_triples(users: np.ndarray, labels: np.ndarray, mult: np.ndarray) -> tuple[UserDataset, np.ndarray]:
+    """:meth:`Engine.key_records` from ``(user, key label, records)`` rows, each (user, key) once."""
+    users = np.asarray(users)
+    mult = np.asarray(mult, dtype=np.int64)
+    if len(labels) == 0:
+        return edges_from_codes(users, np.empty(0, dtype=np.int64), np.empty(0, dtype=object)), mult
+    try:
+        raw, codes = unique_inverse(np.asarray(labels))
+    except TypeError:
+        raw, codes = unique_inverse(np.array([str(x) for x in labels], dtype=object))
+    items, domain = _text_coded(codes, raw)
+    ukeys, person = unique_inverse(users)
+    order = np.lexsort((items, person))
+    person, items, mult = person[order], items[order], mult[order]
+    offsets = np.r_[0, np.cumsum(np.bincount(person, minlength=ukeys.size))].astype(np.int64)
+    return UserDataset(offsets, items, ukeys, domain), mult
+
+
+def key_records_of_dataset(data: UserDataset) -> tuple[UserDataset, np.ndarray]:
+    """:meth:`Engine.key_records` of an in-memory dataset of ids: one entry per person and key."""
+    if not isinstance(data.domain, FiniteDomain):
+        raise DataError("counting records per key needs keys that are ids (a finite domain)")
+    counts = data.counts()
+    n_lab = max(1, len(data.domain))
+    person = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+    pair, mult = np.unique(person * n_lab + data.items.astype(np.int64), return_counts=True)
+    p, codes = pair // n_lab, pair % n_lab
+    used = np.zeros(n_lab, dtype=bool)
+    used[codes] = True
+    labels = np.asarray(data.domain.labels)[: len(data.domain)]
+    remap = np.cumsum(used) - 1
+    items, domain = _text_coded(remap[codes], labels[used[: labels.size]])
+    order = np.lexsort((items, p))
+    p, items, mult = p[order], items[order], mult[order].astype(np.int64)
+    offsets = np.r_[0, np.cumsum(np.bincount(p, minlength=counts.size))].astype(np.int64)
+    return UserDataset(offsets, items, data.user_ids, domain), mult
 
 
 def edges_of_dataset(data: UserDataset) -> UserDataset:

@@ -24,7 +24,17 @@ from ..data import BoxDomain, FiniteDomain, UserDataset, to_arrow
 from ..errors import DataError, ParameterError
 from ..noise import KeyedStreams
 from . import memory
-from .base import Columns, Engine, UserSizes, check_grid, count_table, decode_keys, edges_from_pairs, sum_by_size
+from .base import (
+    Columns,
+    Engine,
+    UserSizes,
+    check_grid,
+    count_table,
+    decode_keys,
+    edges_from_pairs,
+    key_records_from_triples,
+    sum_by_size,
+)
 
 __all__ = ["ChunkedEngine", "ChunkedTable", "iter_user_chunks"]
 
@@ -284,6 +294,17 @@ class ChunkedEngine(Engine):
         if not users:
             return edges_from_pairs(np.empty(0, dtype=np.int64), np.empty(0, dtype=object))
         return edges_from_pairs(np.concatenate(users), np.concatenate(labels))
+
+    def key_records(self, data: ChunkedTable) -> tuple[UserDataset, np.ndarray]:
+        users, labels, mults = [], [], []
+        for ds in data:  # every chunk holds whole users: its (user, key) multiplicities are final
+            kd, mult = memory.MemoryEngine().key_records(ds)
+            users.append(np.repeat(kd.user_ids, kd.counts()))
+            labels.append(np.asarray(kd.domain.labels)[kd.items])
+            mults.append(mult)
+        if not users:
+            return key_records_from_triples(np.empty(0, dtype=np.int64), np.empty(0, dtype=object), np.empty(0))
+        return key_records_from_triples(np.concatenate(users), np.concatenate(labels), np.concatenate(mults))
 
     def sample_keyed(self, data: ChunkedTable, s: int, streams: KeyedStreams) -> ChunkedTable:
         if isinstance(s, bool) or int(s) != s or s < 1:

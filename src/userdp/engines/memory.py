@@ -22,6 +22,7 @@ from .base import (
     UserSizes,
     check_grid,
     edges_of_dataset,
+    key_records_of_dataset,
     sum_by_size,
     sum_table,
     user_count_table,
@@ -217,6 +218,9 @@ class MemoryEngine(Engine):
 
     def edges(self, data: UserDataset) -> UserDataset:
         return edges_of_dataset(data)
+
+    def key_records(self, data: UserDataset) -> tuple[UserDataset, np.ndarray]:
+        return key_records_of_dataset(data)
 
     def sample_keyed(self, data: UserDataset, s: int, streams: KeyedStreams) -> UserDataset:
         return sample_keyed(data, s, streams)

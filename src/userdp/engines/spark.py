@@ -30,7 +30,17 @@ from ..data import BoxDomain, FiniteDomain, UserDataset, to_arrow
 from ..errors import DataError, UserDPError
 from ..noise import KeyedStreams
 from ..text import tokenize_column
-from .base import Columns, Engine, UserSizes, check_grid, count_table, decode_keys, edges_from_pairs, sum_by_size
+from .base import (
+    Columns,
+    Engine,
+    UserSizes,
+    check_grid,
+    count_table,
+    decode_keys,
+    edges_from_pairs,
+    key_records_from_triples,
+    sum_by_size,
+)
 from .memory import grid_rows, histogram_rows, load_table, per_user_mean, randomize_keyed, sample_keyed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -314,6 +324,20 @@ class SparkEngine(Engine):
             )
         pdf = d.toPandas()
         return edges_from_pairs(pdf[cols.user].to_numpy(), pdf[cols.item].to_numpy())
+
+    def key_records(self, data: SparkTable) -> tuple[UserDataset, np.ndarray]:
+        """The (person, key) record counts aggregate on the executors; one row per person and key reaches
+        the driver (within the same limit as :meth:`edges`)."""
+        cols = data.columns
+        if cols.item is None:
+            raise DataError("counting records per key needs keys that are ids (a finite domain)")
+        d = data.df.groupBy(cols.user, cols.item).count()
+        if d.limit(self.max_edges + 1).count() > self.max_edges:
+            raise DataError(f"the (person, key) pairs exceed the driver limit {self.max_edges}")
+        pdf = d.toPandas()
+        return key_records_from_triples(
+            pdf[cols.user].to_numpy(), pdf[cols.item].to_numpy(), pdf["count"].to_numpy(dtype=np.int64)
+        )
 
     def bucket_sums(
         self,

@@ -7,6 +7,7 @@ experiments call these.
 * :func:`linear`, :func:`itemwise`, :func:`frequency` -- d_EM-DP (Imola et al.), with BoundedEMDReduction;
 * :func:`histogram` -- the user-level DP histogram;
 * :func:`vocabulary` -- which items many persons hold, with noisy counts (private set union).
+* :func:`key_counts` -- records per key, with contribution bounds chosen privately (GEM).
 
 The engine (``engine="memory"``, ``"chunked"``, ``"spark"`` or an instance) computes the exact aggregates;
 the mechanism adds noise, selects and reconstructs on the driver, once. The same parameters and seed give
@@ -15,6 +16,7 @@ the same release on every engine.
 
 from __future__ import annotations
 
+from .counts import key_counts
 from .dem import clustered_domain_from_table, distance_query, frequency, itemwise, linear, mean_query
 from .distinct import distinct
 from .heatmap import ALGORITHMS, grid_of, heatmap
@@ -37,5 +39,6 @@ __all__ = [
     "linear",
     "mean_query",
     "plan_request",
+    "key_counts",
     "vocabulary",
 ]

@@ -1,5 +1,14 @@
-"""Which items: person-level DP set union (private vocabularies, partition selection)."""
+"""Which items, and how many: person-level DP set union (private vocabularies, partition selection) and
+per-key counts with privately chosen contribution bounds."""
 
+from .counts import (
+    BOUND_GRID,
+    bounded_key_counts,
+    choose_bounds,
+    kept_records,
+    plan_key_counts,
+    private_key_counts,
+)
 from .policy import policy_histogram
 from .union import (
     UNIT,
@@ -18,6 +27,12 @@ from .union import (
 )
 
 __all__ = [
+    "BOUND_GRID",
+    "bounded_key_counts",
+    "choose_bounds",
+    "kept_records",
+    "plan_key_counts",
+    "private_key_counts",
     "UNIT",
     "UnionCalibration",
     "bound_contributions",

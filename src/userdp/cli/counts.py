@@ -1,0 +1,142 @@
+"""``userdp counts``: noisy records per key, with the contribution bounds chosen privately by GEM
+(:func:`userdp.releases.key_counts`)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+from pathlib import Path
+
+from .. import releases
+from ..errors import ParameterError
+from .common import DELTA, EPSILON, add_release_options, charge, number, report, warn_seed
+from .vocabulary import _check_out
+
+
+def _bounds(text: str) -> str | tuple[int, int]:
+    if text == "auto":
+        return "auto"
+    parts = text.replace("x", ",").split(",")
+    try:
+        l0, linf = (int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or L0,LINF (e.g. 8,4), got {text!r}") from None
+    return l0, linf
+
+
+def _public_keys(path: str | None) -> list[str] | None:
+    if path is None:
+        return None
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ParameterError(f"cannot read --keys {path} ({exc.strerror or type(exc).__name__})") from None
+    keys = [k.strip() for k in lines if k.strip()]
+    if not keys:
+        raise ParameterError(f"--keys {path} lists no key (one per line)")
+    return keys
+
+
+def cmd_counts(args: argparse.Namespace) -> int:
+    out = _check_out(args)  # before the data is read: a bad --out spends nothing
+    keys = _public_keys(args.keys)
+    rel = releases.key_counts(
+        args.input,
+        args.epsilon,
+        args.delta or 0.0,
+        user=args.user,
+        key=args.key,
+        tokenize=args.tokenize,
+        keys=keys,
+        bounds=args.bounds,
+        noise=args.noise,
+        max_keys=args.max_keys,
+        engine=args.engine,
+        rng=args.seed,
+    )
+    labels, counts = rel.value["keys"], rel.value["counts"]
+    tmp = None
+    try:
+        if out is not None:  # written under a temporary name, charged, then moved into place
+            tmp = out.with_name(f".{out.stem}.userdp-tmp.csv")
+            try:
+                with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                    w = csv.writer(fh)
+                    w.writerow(["key", "count"])
+                    for i, label in enumerate(labels):
+                        w.writerow([label, f"{counts[i]:.6g}"])
+            except OSError as exc:
+                reason = exc.strerror or type(exc).__name__
+                raise ParameterError(f"cannot write {out} ({reason}); nothing was released or charged") from None
+        charge(args, rel)
+        if tmp is not None:
+            try:
+                os.replace(tmp, out)
+            except OSError as exc:
+                raise ParameterError(
+                    f"the release was charged to the ledger but {out} could not be written "
+                    f"({exc.strerror or type(exc).__name__})"
+                ) from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    shown = min(len(labels), args.show)
+    result = {
+        "keys_released": int(len(labels)),
+        "keys": rel.params["keys"],
+        "bounds": f"L0 = {rel.value['l0']} keys per person, Linf = {rel.value['linf']} records per key "
+        f"({rel.params['bounds']})",
+        "epsilon": args.epsilon,
+        "delta": args.delta or 0.0,
+        "noise": args.noise,
+        "engine": args.engine,
+        "guarantee": rel.guarantee.describe(),
+        "error": rel.error.description,
+        f"first {shown} keys": [f"{labels[i]} ({counts[i]:.0f})" for i in range(shown)],
+        **({"written": str(out)} if out is not None else {}),
+    }
+    warn_seed(args, result)
+    report(args, "person-level DP records per key (contribution bounds by GEM)", result)
+    return 0
+
+
+def add_parser(sub) -> None:
+    co = sub.add_parser(
+        "counts",
+        help="noisy records per key, each person's contribution bounded by privately chosen bounds",
+        epilog="example:\n  userdp counts checkins.csv --user user --key venue_id --epsilon 1 --delta 1e-6 "
+        "--bounds auto --out venues.csv",
+    )
+    co.add_argument("input", help="CSV, Parquet or JSON-lines file")
+    co.add_argument("--user", required=True, help="person column")
+    co.add_argument("--key", required=True, help="key column (venue, category, word)")
+    co.add_argument("--tokenize", action="store_true", help="split the key column into lower-cased words")
+    co.add_argument("--epsilon", type=EPSILON, required=True, help="the privacy parameter (add or remove one person)")
+    co.add_argument(
+        "--delta",
+        type=DELTA,
+        default=None,
+        help="needed when the keys come from the data (no --keys) or with --noise gaussian",
+    )
+    co.add_argument(
+        "--keys", default=None, help="a text file of the PUBLIC keys to count, one per line (else: selected privately)"
+    )
+    co.add_argument(
+        "--bounds",
+        type=_bounds,
+        default="auto",
+        help="'auto' (GEM over L0, Linf in 1, 2, 4, ..., 256) or L0,LINF: keys per person, records per key",
+    )
+    co.add_argument("--noise", choices=["laplace", "gaussian"], default="laplace", help="the counts' noise")
+    co.add_argument(
+        "--max-keys",
+        type=number(int, 1, 10_000),
+        default=100,
+        help="keys one person contributes to the key selection (without --keys)",
+    )
+    co.add_argument("--show", type=number(int, 0, 10**6), default=20, help="how many keys to print")
+    co.add_argument("--out", default=None, help="write every key and its count to this CSV file")
+    co.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    add_release_options(co)
+    co.set_defaults(func=cmd_counts)

@@ -1,0 +1,380 @@
+"""Per-key counts with privately chosen contribution bounds: how many records (check-ins, reviews) each key
+(venue, category, word) has, under ``(epsilon, delta)``-DP for adding or removing one person.
+
+Each person may contribute to many keys, many times per key. Two public bounds make the counts' sensitivity
+finite: ``L0``, the most keys one person counts toward, and ``Linf``, the most records one person counts for
+one key. A person holding more keys keeps the ``L0`` keys they hold most records of (ties by key), and
+counts at most ``Linf`` records on each; then one person changes at most ``L0`` counts by at most ``Linf``
+each: l1 sensitivity ``L0 Linf``, l2 sensitivity ``sqrt(L0) Linf``.
+
+**Choosing the bounds privately** (``bounds="auto"``). Small bounds drop data (bias); large ones need more
+noise. For every candidate ``b = (L0, Linf)`` of a public grid, the score is the data the bounds keep minus
+the noise they imply over the ``K`` keys released:
+
+    ``q_b = kept_b(D) - K * E|noise_b|``,
+
+whose maximizer minimizes the total absolute error ``dropped_b + K E|noise_b|`` (the total is the same for
+every ``b``). Adding or removing a person changes ``kept_b`` by at most that person's kept records,
+``L0 Linf``: the candidates have different sensitivities, so the choice is the generalized exponential
+mechanism (Raskhodnikova & Smith 2015) with the normalized scores of Knop & Steinke (NeurIPS 2023,
+Theorem 3.4, as :func:`userdp.distinct.release.gem_select`), whose sensitivity is 1, rather than an
+exponential mechanism with sensitivity the largest candidate's (as PipelineDP's ``PrivateL0Calculator``
+does). ``E|noise_b|`` is a public function of ``b``: ``L0 Linf / epsilon_c`` for Laplace noise, the Gaussian's
+``sigma sqrt(2 / pi)``.
+
+Keys are either public (a list the caller gives: records of other keys are dropped before bounding) or
+selected privately from the data by the person-level set union (:mod:`userdp.vocabulary.union`), with its
+own share of the budget. The three steps compose sequentially.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..errors import ParameterError
+from ..noise import RngLike, calibrate_gaussian, calibrate_laplace, gaussian_mechanism, laplace_mechanism, resolve_rng
+from ..privacy.guarantees import ApproxDP, Neighbours, PureDP
+from ..privacy.result import ErrorStatement, Release
+
+__all__ = [
+    "BOUND_GRID",
+    "bounded_key_counts",
+    "choose_bounds",
+    "kept_records",
+    "noise_mean_abs",
+    "plan_key_counts",
+    "private_key_counts",
+]
+
+BOUND_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # the default public candidates for L0 and for Linf
+NOISES = ("laplace", "gaussian")
+
+
+def _person_order(offsets: np.ndarray, mult: np.ndarray) -> np.ndarray:
+    """Within each person, records of keys ordered by multiplicity, largest first (stable: ties by key)."""
+    person = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+    return np.lexsort((-mult, person))
+
+
+@njit(cache=True)
+def _kept_grid(offsets, mult_sorted, l0s, linfs, out):
+    """``out[a, b] = sum over persons of sum of min(m, linfs[b]) over the person's l0s[a] largest m``."""
+    for u in range(offsets.size - 1):
+        lo, hi = offsets[u], offsets[u + 1]
+        n = hi - lo
+        if n == 0:
+            continue
+        for b in range(linfs.size):
+            cap = linfs[b]
+            acc = 0
+            a = 0
+            for j in range(n):
+                m = mult_sorted[lo + j]
+                acc += m if m < cap else cap
+                while a < l0s.size and l0s[a] == j + 1:
+                    out[a, b] += acc
+                    a += 1
+            while a < l0s.size:  # the person holds fewer keys than l0s[a]
+                out[a, b] += acc
+                a += 1
+
+
+def kept_records(
+    offsets: np.ndarray, mult: np.ndarray, l0s: np.ndarray | list[int], linfs: np.ndarray | list[int]
+) -> np.ndarray:
+    """``kept[a, b]``: the records the bounds ``(l0s[a], linfs[b])`` keep in all, each person keeping their
+    ``L0`` keys of most records and at most ``Linf`` records on each. ``offsets, mult``: the persons' keys in
+    CSR form (one entry per person and key, ``mult`` its records)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    mult = np.asarray(mult, dtype=np.int64)
+    l0s = np.asarray(l0s, dtype=np.int64)
+    linfs = np.asarray(linfs, dtype=np.int64)
+    order = _person_order(offsets, mult)
+    out = np.zeros((l0s.size, linfs.size), dtype=np.int64)
+    _kept_grid(offsets, mult[order], np.sort(l0s), linfs, out)
+    return out[np.argsort(np.argsort(l0s))]
+
+
+def bounded_key_counts(
+    offsets: np.ndarray, keys: np.ndarray, mult: np.ndarray, n_keys: int, l0: int, linf: int
+) -> np.ndarray:
+    """The records per key after bounding: each person keeps their ``l0`` keys of most records (ties by key
+    code) and counts at most ``linf`` records on each."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    keys = np.asarray(keys, dtype=np.int64)
+    mult = np.asarray(mult, dtype=np.int64)
+    order = _person_order(offsets, mult)
+    rank = np.empty(order.size, dtype=np.int64)
+    person = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+    rank[order] = np.arange(order.size) - offsets[person[order]]  # 0 for the person's key of most records
+    keep = rank < l0
+    return np.bincount(keys[keep], weights=np.minimum(mult[keep], linf), minlength=int(n_keys)).astype(np.int64)
+
+
+def noise_mean_abs(l0: int, linf: int, epsilon: float, delta: float, noise: str, n_keys: int = 1) -> float:
+    """``E|noise|`` of one count under bounds ``(l0, linf)``: Laplace ``l0 linf / epsilon`` (the lattice
+    calibration's scale), Gaussian ``sigma sqrt(2/pi)``. A public function of the parameters."""
+    if noise == "laplace":
+        return calibrate_laplace(float(l0 * linf), epsilon, dim=max(1, n_keys)).scale
+    return calibrate_gaussian(math.sqrt(l0) * linf, epsilon, delta, dim=max(1, n_keys)).sigma * math.sqrt(2 / math.pi)
+
+
+def choose_bounds(
+    offsets: np.ndarray,
+    mult: np.ndarray,
+    n_keys: int,
+    epsilon_select: float,
+    epsilon_counts: float,
+    delta_counts: float = 0.0,
+    noise: str = "laplace",
+    l0s: tuple[int, ...] = BOUND_GRID,
+    linfs: tuple[int, ...] = BOUND_GRID,
+    beta: float = 0.1,
+    rng: RngLike = None,
+) -> tuple[int, int, dict]:
+    """The bounds ``(L0, Linf)`` chosen by GEM over the public grid ``l0s x linfs`` (see the module):
+    ``epsilon_select``-DP. Returns ``(L0, Linf, details)`` with the scores and the candidates."""
+    from ..distinct.release import gem_select
+
+    grid = [(a, b) for a in l0s for b in linfs]
+    kept = kept_records(offsets, mult, list(l0s), list(linfs)).reshape(-1).astype(np.float64)
+    noise_abs = np.array([noise_mean_abs(a, b, epsilon_counts, delta_counts, noise, n_keys) for a, b in grid])
+    q = kept - max(1, n_keys) * noise_abs
+    sens = np.array([float(a * b) for a, b in grid])
+    i, scores = gem_select(q, sens, epsilon_select, beta, rng)
+    return grid[i][0], grid[i][1], {"candidates": grid, "scores": scores, "noise_mean_abs": noise_abs}
+
+
+def _check_grid(name: str, grid) -> tuple[int, ...]:
+    try:
+        vals = tuple(int(v) for v in grid)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be whole numbers >= 1") from None
+    if not vals or min(vals) < 1 or max(vals) > 10**6 or len(set(vals)) != len(vals):
+        raise ParameterError(f"{name} must be distinct whole numbers in [1, 10^6], got {grid!r}")
+    return vals
+
+
+def plan_key_counts(
+    epsilon: float,
+    delta: float = 0.0,
+    *,
+    bounds: str | tuple[int, int] = "auto",
+    noise: str = "laplace",
+    public_keys: bool = True,
+    select_fraction: float = 0.2,
+    key_fraction: float = 0.5,
+    max_keys: int = 100,
+    l0s: tuple[int, ...] = BOUND_GRID,
+    linfs: tuple[int, ...] = BOUND_GRID,
+) -> dict:
+    """Check the parameters of :func:`private_key_counts` and split its budget, before any data is read."""
+    from .union import plan_vocabulary
+
+    if noise not in NOISES:
+        raise ParameterError(f"the noise must be one of {', '.join(NOISES)}, got {noise!r}")
+    try:
+        eps, dlt = float(epsilon), float(delta)
+    except (TypeError, ValueError):
+        raise ParameterError("epsilon and delta must be numbers") from None
+    if not (math.isfinite(eps) and 1e-6 <= eps <= 50):
+        raise ParameterError(f"epsilon must lie in [1e-6, 50], got {epsilon!r}")
+    if not 0.0 <= dlt < 1:
+        raise ParameterError(f"delta must lie in [0, 1), got {delta!r}")
+    needs_delta = noise == "gaussian" or not public_keys
+    if needs_delta and dlt <= 0:
+        raise ParameterError(
+            "this release needs delta > 0 (Gaussian noise, or keys selected from the data: a key only one "
+            "person holds must be released with probability at most delta)"
+        )
+    auto = isinstance(bounds, str)
+    if auto and bounds != "auto":
+        raise ParameterError(f"bounds must be 'auto' or a pair (L0, Linf), got {bounds!r}")
+    if not auto:
+        l0, linf = _check_grid("bounds", bounds)
+        l0s, linfs = (l0,), (linf,)
+    else:
+        l0s, linfs = _check_grid("the L0 candidates", l0s), _check_grid("the Linf candidates", linfs)
+    fracs = {"select_fraction": select_fraction, "key_fraction": key_fraction}
+    for name, f in fracs.items():
+        try:
+            fracs[name] = float(f)
+        except (TypeError, ValueError):
+            raise ParameterError(f"{name} must be a number in (0, 1)") from None
+    eps_keys = 0.0 if public_keys else eps * fracs["key_fraction"]
+    eps_select = (eps - eps_keys) * fracs["select_fraction"] if auto else 0.0
+    eps_counts = eps - eps_keys - eps_select
+    while eps_keys + eps_select + eps_counts > eps:
+        eps_counts = math.nextafter(eps_counts, 0.0)
+    for name, f in fracs.items():
+        used = (name == "select_fraction" and auto) or (name == "key_fraction" and not public_keys)
+        if used and not 0.0 < f < 1.0:
+            raise ParameterError(f"{name} must lie in (0, 1), got {f!r}")
+    delta_keys = dlt / 2 if (not public_keys and noise == "gaussian") else (dlt if not public_keys else 0.0)
+    delta_counts = dlt - delta_keys if noise == "gaussian" else 0.0
+    key_plan = None
+    if not public_keys:  # the weighted Gaussian set union: the most keys of every selection measured
+        key_plan = plan_vocabulary(eps_keys, delta_keys, max_keys, "gaussian", False, 0.0)
+    try:  # the most noise any candidate implies, for a public bound on the number of keys
+        noise_mean_abs(max(l0s), max(linfs), eps_counts, delta_counts, noise, 1 << 31)
+    except ParameterError as exc:
+        raise ParameterError(f"the counts' share of the budget is too small for these bounds ({exc})") from None
+    return {
+        "epsilon": eps,
+        "delta": dlt,
+        "noise": noise,
+        "auto": auto,
+        "l0s": l0s,
+        "linfs": linfs,
+        "epsilon_keys": eps_keys,
+        "delta_keys": delta_keys,
+        "epsilon_select": eps_select,
+        "epsilon_counts": eps_counts,
+        "delta_counts": delta_counts,
+        "key_plan": key_plan,
+        "max_keys": int(max_keys),
+    }
+
+
+def private_key_counts(
+    offsets: np.ndarray,
+    keys: np.ndarray,
+    mult: np.ndarray,
+    labels: np.ndarray,
+    epsilon: float,
+    delta: float = 0.0,
+    *,
+    public_keys: np.ndarray | None = None,
+    bounds: str | tuple[int, int] = "auto",
+    noise: str = "laplace",
+    select_fraction: float = 0.2,
+    key_fraction: float = 0.5,
+    max_keys: int = 100,
+    l0s: tuple[int, ...] = BOUND_GRID,
+    linfs: tuple[int, ...] = BOUND_GRID,
+    rng: RngLike = None,
+) -> Release:
+    """Noisy records per key, with the contribution bounds chosen privately (or given).
+
+    Parameters
+    ----------
+    offsets, keys, mult:
+        The persons in CSR form: person ``u`` holds ``mult[e]`` records of key ``keys[e]`` for ``e`` in
+        ``offsets[u]:offsets[u+1]`` (each key once per person), key codes in ``[0, len(labels))``.
+    labels:
+        The keys' labels in code order.
+    epsilon, delta:
+        ``(epsilon, delta)``-DP for adding or removing one person, in total (``delta = 0`` with public keys
+        and Laplace noise: pure DP).
+    public_keys:
+        The labels to count (public: chosen without looking at the data; keys of the data outside them are
+        dropped, listed keys the data lacks get noisy counts of zero). ``None``: the keys are selected from
+        the data by the weighted Gaussian set union (``key_fraction`` of ``epsilon`` and half of ``delta``
+        with Gaussian counts, all of it with Laplace counts; ``max_keys`` keys per person), and only selected
+        keys are counted.
+    bounds:
+        ``"auto"`` (GEM over ``l0s x linfs`` with ``select_fraction`` of the remaining budget) or a public
+        pair ``(L0, Linf)``.
+    noise:
+        ``"laplace"`` or ``"gaussian"`` for the counts.
+
+    Returns
+    -------
+    Release
+        ``value``: ``{"keys": labels (sorted), "counts": noisy bounded counts, "l0": L0, "linf": Linf}``.
+    """
+    plan = plan_key_counts(epsilon, delta, bounds=bounds, noise=noise, public_keys=public_keys is not None,
+                           select_fraction=select_fraction, key_fraction=key_fraction, max_keys=max_keys,
+                           l0s=l0s, linfs=linfs)  # fmt: skip
+    src = resolve_rng(rng)
+    labels = np.asarray(labels)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    keys = np.asarray(keys, dtype=np.int64)
+    mult = np.asarray(mult, dtype=np.int64)
+    if keys.size and (keys.min() < 0 or keys.max() >= labels.size):
+        raise ParameterError("key codes must lie in [0, len(labels))")
+    if mult.size and mult.min() < 1:
+        raise ParameterError("every multiplicity must be at least 1")
+    if public_keys is not None:
+        out_labels = np.unique(np.asarray(public_keys))
+        pos = np.searchsorted(out_labels, labels)
+        pos_ok = pos < out_labels.size
+        code_map = np.where(pos_ok & (out_labels[np.minimum(pos, out_labels.size - 1)] == labels), pos, -1)
+        how_keys = "public keys"
+    else:
+        from .union import _histogram, _select, bound_contributions
+
+        kp = plan["key_plan"]
+        cal = kp["calibration"]
+        off_b, its_b = bound_contributions(offsets, keys, cal.max_items, src)
+        hist, held = _histogram(off_b, its_b, labels.size, cal, src)
+        chosen, _ = _select(hist, cal, src, held)
+        order = np.argsort(labels[chosen], kind="stable")
+        out_labels = labels[chosen][order]
+        code_map = np.full(labels.size, -1, dtype=np.int64)
+        code_map[chosen[order]] = np.arange(chosen.size)
+        how_keys = "keys selected by the weighted Gaussian set union"
+    # restrict every person to the counted keys, then bound
+    new = code_map[keys] if keys.size else keys
+    keep = new >= 0
+    person = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+    offsets_k = np.r_[0, np.cumsum(np.bincount(person[keep], minlength=offsets.size - 1))].astype(np.int64)
+    keys_k, mult_k = new[keep], mult[keep]
+    n_keys = out_labels.size
+    details = None
+    eps_c, delta_c = plan["epsilon_counts"], plan["delta_counts"]
+    if plan["auto"]:
+        l0, linf, details = choose_bounds(offsets_k, mult_k, n_keys, plan["epsilon_select"], eps_c, delta_c, noise,
+                                          plan["l0s"], plan["linfs"], rng=src)  # fmt: skip
+    else:
+        l0, linf = plan["l0s"][0], plan["linfs"][0]
+    true = bounded_key_counts(offsets_k, keys_k, mult_k, n_keys, l0, linf).astype(np.float64)
+    if n_keys == 0:
+        counts = true
+        sd = 0.0
+    elif noise == "laplace":
+        counts = laplace_mechanism(true, float(l0 * linf), eps_c, src)
+        sd = math.sqrt(2.0) * calibrate_laplace(float(l0 * linf), eps_c, dim=n_keys).scale
+    else:
+        counts = gaussian_mechanism(true, math.sqrt(l0) * linf, eps_c, delta_c, src)
+        sd = calibrate_gaussian(math.sqrt(l0) * linf, eps_c, delta_c, dim=n_keys).sigma
+    eps, dlt = plan["epsilon"], plan["delta"]
+    used_delta = plan["delta_keys"] + delta_c  # Laplace counts of public keys spend none of delta
+    guarantee = (
+        PureDP(eps, Neighbours.ADD_REMOVE_USER)
+        if used_delta == 0
+        else ApproxDP(eps, dlt, Neighbours.ADD_REMOVE_USER)
+    )
+    chosen_how = "chosen by GEM" if plan["auto"] else "given"
+    error = ErrorStatement(
+        f"each count has noise sd {sd:.3g} and counts each person's {l0} keys of most records, at most {linf} "
+        f"records on each (bounds {chosen_how}); records beyond the bounds are dropped, so counts err low"
+    )
+    params = {
+        "epsilon": eps,
+        "delta": dlt,
+        "noise": noise,
+        "keys": how_keys,
+        "bounds": "auto" if plan["auto"] else "given",
+        "l0": int(l0),
+        "linf": int(linf),
+        "epsilon_keys": plan["epsilon_keys"],
+        "delta_keys": plan["delta_keys"],
+        "epsilon_select": plan["epsilon_select"],
+        "epsilon_counts": eps_c,
+        "delta_counts": delta_c,
+        "count_sd": sd,
+    }
+    if details is not None:
+        params["candidates"] = [f"{a}x{b}" for a, b in details["candidates"]]
+    return Release(
+        {"keys": out_labels, "counts": np.asarray(counts), "l0": int(l0), "linf": int(linf)},
+        guarantee,
+        f"per-key counts, contribution bounds {chosen_how}"
+        + (" (GEM, Knop & Steinke's scores)" if plan["auto"] else ""),
+        params,
+        error,
+    )
