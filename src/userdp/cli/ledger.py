@@ -155,11 +155,17 @@ def cmd_ledger_show(args: argparse.Namespace) -> int:
         "spent": _short(s.spent()),
         "left": _short(s.remaining()),
     }
+    tight = s.tight_spent() if s.ledger else None
+    if tight is not None:
+        summary["spent, tight composition"] = f"epsilon {tight[0]:.6g} at delta {tight[1]:.3g}"
     if args.json:
         print(json.dumps({**summary, "releases": releases}, indent=1))
     else:
         print(f"protects {summary['protects']}: budget {summary['budget']}; spent {summary['spent']}; "
               f"left {summary['left']}")  # fmt: skip
+        if tight is not None:
+            print(f"by tight composition (privacy loss distributions, dp-accounting): epsilon {tight[0]:.6g} at "
+                  f"delta {tight[1]:.3g}; the budget is charged by basic composition")  # fmt: skip
         print(f"{len(releases)} release(s) charged")
         for r in releases:
             name = r["label"] + (f" ({r['mechanism']})" if r["mechanism"] else "")

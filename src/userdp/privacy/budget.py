@@ -77,6 +77,7 @@ class LedgerEntry:
     mechanism: str
     cost: Guarantee
     metadata: dict = dataclasses.field(default_factory=dict)
+    losses: tuple = ()  # the release's privacy loss, stated exactly (:mod:`userdp.privacy.composition`)
 
 
 def _lock_path(path: Path) -> Path:
@@ -198,13 +199,61 @@ class Session:
         except BudgetExceededError:
             return False
 
-    def charge(self, g: Guarantee, label: str = "", mechanism: str = "", metadata: dict | None = None) -> None:
+    def charge(
+        self,
+        g: Guarantee,
+        label: str = "",
+        mechanism: str = "",
+        metadata: dict | None = None,
+        losses: Sequence[Any] = (),
+    ) -> None:
         """Record a release of guarantee ``g`` at its converted cost, with JSON-able ``metadata`` (kept in the
         ledger file); raise :class:`BudgetExceededError` (and record nothing) if it cannot be charged or does
-        not fit."""
-        self._record(g, self.cost(g), label, mechanism, metadata)
+        not fit. ``losses`` (:class:`~userdp.privacy.composition.PrivacyLoss` parts) state the release's
+        privacy loss more exactly than ``g``, for :meth:`tight_spent`; they are used only when ``g`` needs no
+        conversion into the budget's relation and they imply ``g``."""
+        losses = tuple(losses)
+        if losses:
+            from .composition import basic_epsilon
 
-    def _record(self, g: Guarantee, cost: Guarantee, label: str, mechanism: str, metadata: dict | None = None) -> None:
+            eps, delta = basic_epsilon(losses)
+            if eps > g.epsilon * (1 + 1e-12) or delta > getattr(g, "delta", 0.0) * (1 + 1e-12):  # type: ignore[attr-defined]
+                raise ParameterError("the stated privacy losses imply more than the release's guarantee")
+        self._record(g, self.cost(g), label, mechanism, metadata, losses)
+
+    def tight_spent(self, delta: float | None = None) -> tuple[float, float] | None:
+        """The epsilon spent by tight composition (privacy loss distributions,
+        :func:`userdp.privacy.composition.tight_epsilon`) at ``delta`` (default: the budget's delta), never more
+        than basic composition's. ``None`` for a budget that is
+        not ``(epsilon, delta)``-DP, or one with ``delta = 0`` and no ``delta`` given (pure releases then
+        compose exactly additively). Returns ``(tight epsilon, delta)``.
+
+        Charging still uses basic composition: a release is refused when the epsilons add up past the budget,
+        even where the tight total would admit it."""
+        from .composition import DPLoss, tight_epsilon
+
+        if not isinstance(self.budget, PureDP | ApproxDP):
+            return None
+        d = float(getattr(self.budget, "delta", 0.0)) if delta is None else float(delta)
+        if d <= 0:
+            return None
+        losses = []
+        for e in self.ledger:
+            if e.losses and e.cost == e.guarantee:
+                losses += list(e.losses)
+            else:
+                losses.append(DPLoss(float(e.cost.epsilon), float(getattr(e.cost, "delta", 0.0))))  # type: ignore[attr-defined]
+        return tight_epsilon(losses, d), d
+
+    def _record(
+        self,
+        g: Guarantee,
+        cost: Guarantee,
+        label: str,
+        mechanism: str,
+        metadata: dict | None = None,
+        losses: tuple = (),
+    ) -> None:
         total = self._total_with(cost)
         if not total.fits_within(self.budget):
             converted = "" if cost is g else f" (it delivers {_head(g)})"
@@ -213,7 +262,7 @@ class Session:
                 f"the total would be {_head(total)}, over the budget {_head(self.budget)}"
             )
         self._spent = total
-        self.ledger.append(LedgerEntry(label, g, mechanism, cost, dict(metadata or {})))
+        self.ledger.append(LedgerEntry(label, g, mechanism, cost, dict(metadata or {}), tuple(losses)))
 
     # ---------------------------------------------------------------- persistence (the CLI's --ledger)
 
@@ -228,6 +277,7 @@ class Session:
                     "guarantee": guarantee_to_dict(e.guarantee),
                     "cost": guarantee_to_dict(e.cost),
                     **({"metadata": e.metadata} if e.metadata else {}),
+                    **({"losses": [loss.to_dict() for loss in e.losses]} if e.losses else {}),
                 }
                 for e in self.ledger
             ],
@@ -254,7 +304,10 @@ class Session:
             meta = e.get("metadata", {})
             if not isinstance(meta, dict):
                 raise ParameterError(f"entry {e.get('label', '')!r} has metadata that is not an object")
-            s._record(g, cost, e.get("label", ""), e.get("mechanism", ""), meta)
+            from .composition import loss_from_dict
+
+            losses = tuple(loss_from_dict(x) for x in e.get("losses", []))
+            s._record(g, cost, e.get("label", ""), e.get("mechanism", ""), meta, losses)
         return s
 
     @classmethod

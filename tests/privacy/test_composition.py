@@ -1,0 +1,87 @@
+"""Tight composition across releases (privacy loss distributions from dp-accounting): against the package's
+own results, against the exact optimal composition of pure-DP mechanisms (Kairouz, Oh & Viswanath), and
+against basic composition as an upper bound; the ledger's tight total."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from userdp.errors import ParameterError
+from userdp.privacy import ApproxDP, Neighbours, PureDP, Session
+from userdp.privacy.composition import DiscreteLaplaceLoss, DPLoss, basic_epsilon, loss_from_dict, tight_epsilon
+
+
+def _optimal_delta(eps: float, k: int, eps_g: float) -> float:
+    """The exact delta at eps_g of k-fold composition of eps-DP (Kairouz, Oh & Viswanath 2015, Theorem 3.3,
+    the randomized-response pair): sum_l C(k, l) max(0, e^{(k-l) eps} - e^{eps_g + l eps}) / (1 + e^eps)^k."""
+    total = 0.0
+    for l in range(k + 1):
+        total += math.comb(k, l) * max(0.0, math.exp((k - l) * eps) - math.exp(eps_g + l * eps))
+    return total / (1 + math.exp(eps)) ** k
+
+
+@pytest.mark.parametrize(("eps", "k", "delta"), [(0.1, 100, 1e-6), (0.5, 20, 1e-5), (1.0, 5, 1e-3)])
+def test_tight_epsilon_is_the_optimal_composition_up_to_the_discretization(eps, k, delta):
+    got = tight_epsilon([DPLoss(eps)] * k, delta)
+    assert got <= k * eps  # never worse than basic composition
+    assert _optimal_delta(eps, k, got) <= delta * (1 + 1e-6)  # a valid epsilon for delta, exactly checked
+    assert _optimal_delta(eps, k, got - 0.02) > delta  # and within 0.02 of the smallest
+    if eps <= 0.1:
+        assert got < 0.5 * k * eps  # the gain that motivates it
+
+
+def test_tight_epsilon_matches_dp_accountings_own_composition():
+    from dp_accounting.pld import common
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    own = pld.from_privacy_parameters(common.DifferentialPrivacyParameters(0.3, 1e-7))
+    own = own.compose(pld.from_privacy_parameters(common.DifferentialPrivacyParameters(0.2, 0.0)))
+    lap = pld.from_discrete_laplace_mechanism(parameter=1 / 40, sensitivity=10)
+    expected = own.compose(lap).get_epsilon_for_delta(1e-5)
+    got = tight_epsilon([DPLoss(0.3, 1e-7), DPLoss(0.2), DiscreteLaplaceLoss(40, 10)], 1e-5)
+    assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_basic_composition_bounds_it_and_deltas_below_the_parts_are_infinite():
+    parts = [DPLoss(1.0, 1e-6), DPLoss(0.5, 2e-6), DiscreteLaplaceLoss(8, 4)]
+    assert basic_epsilon(parts) == (2.0, 3e-6)
+    assert tight_epsilon(parts, 3e-6) <= 2.0
+    assert tight_epsilon(parts, 1e-7) == math.inf  # the parts alone need 3e-6
+    assert tight_epsilon([], 1e-6) == 0.0
+    with pytest.raises(ParameterError):
+        DPLoss(-1.0)
+    with pytest.raises(ParameterError):
+        tight_epsilon(parts, 1.5)
+    assert loss_from_dict(DiscreteLaplaceLoss(8, 4).to_dict()) == DiscreteLaplaceLoss(8, 4)
+
+
+def test_the_ledger_reports_the_tight_total_and_keeps_charging_by_basic_composition(tmp_path):
+    s = Session(ApproxDP(6.0, 1e-5, Neighbours.ADD_REMOVE_USER))
+    for _ in range(50):
+        s.charge(PureDP(0.1), "small")
+    tight, delta = s.tight_spent()
+    assert delta == 1e-5 and tight < 3.0 < s.spent().epsilon == pytest.approx(5.0)
+    path = tmp_path / "l.json"
+    s.charge(PureDP(0.2), "laplace", losses=[DiscreteLaplaceLoss(40, 8)])
+    s.save(path)
+    again = Session.load(path)
+    assert again.ledger[-1].losses == (DiscreteLaplaceLoss(40, 8),)
+    assert again.tight_spent() == s.tight_spent()
+    with pytest.raises(ParameterError, match="imply more"):
+        s.charge(PureDP(0.1), "lies", losses=[DPLoss(0.5)])
+    assert Session(PureDP(3.0)).tight_spent() is None  # pure budget: pure releases add exactly
+
+
+def test_userdp_ledger_show_prints_the_tight_total(tmp_path, capsys):
+    from userdp.cli import main
+
+    path = tmp_path / "l.json"
+    s = Session(ApproxDP(20.0, 1e-6, Neighbours.ADD_REMOVE_USER))
+    for _ in range(40):
+        s.charge(PureDP(0.25), "q")
+    s.save(path)
+    assert main(["ledger", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "tight composition" in out and "epsilon 10" in out
