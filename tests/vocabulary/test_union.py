@@ -266,3 +266,46 @@ def test_every_refusal_comes_from_the_parameters_alone():
         for frac in (0.2, 0.1, 0.7, 0.33):
             p = plan_vocabulary(eps, 1e-6, 10, "gaussian", count_fraction=frac)
             assert p["epsilon_set"] + p["epsilon_counts"] <= eps
+
+
+def test_keyed_bounding_is_uniform_per_person_and_the_same_in_every_engine():
+    """The release path's bounding: each person keeps a uniformly random subset from their own keyed stream
+    (the same subset wherever the person is processed), and the engine's per-item sums equal a direct sum
+    over those subsets."""
+    from functools import partial
+
+    import pyarrow as pa
+
+    from userdp.engines import ChunkedEngine, Columns, MemoryEngine
+    from userdp.noise import KeyedStreams, keyed_keep
+    from userdp.vocabulary import vocabulary_sum_columns
+
+    streams = KeyedStreams(4)
+    hits = np.zeros(5)
+    for user in range(3000):
+        kept = keyed_keep(streams, user, 5, 2)
+        assert kept.size == 2 and np.all(np.diff(kept) > 0)
+        hits[kept] += 1
+    assert np.all(np.abs(hits / 3000 - 0.4) < 0.04)  # each of 5 positions kept with probability 2/5
+    assert np.array_equal(keyed_keep(streams, 7, 5, 2), keyed_keep(KeyedStreams(4), 7, 5, 2))
+
+    rng = np.random.default_rng(8)
+    users = np.repeat(np.arange(40), rng.integers(1, 9, 40))
+    words = np.array([f"w{i}" for i in rng.integers(0, 12, users.size)], dtype=object)
+    table = pa.table({"user": users, "item": words})
+    keep = partial(keyed_keep, streams, cap=3)
+    weights = partial(vocabulary_sum_columns, noise="laplace")
+    eng = MemoryEngine()
+    labels, sums = eng.bounded_item_sums(eng.load(table, Columns("user", "item")), 3, keep, weights)
+    expect: dict = {}
+    for u in range(40):
+        mine = sorted(set(words[users == u]))
+        if len(mine) > 3:
+            mine = [mine[j] for j in keep(u, len(mine))]
+        for w in mine:
+            a, b = expect.get(w, (0, 0))
+            expect[w] = (a + (UNIT // len(mine)), b + 1)
+    assert list(labels) == sorted(expect) and [tuple(r) for r in sums] == [expect[w] for w in sorted(expect)]
+    ch = ChunkedEngine(rows_per_chunk=17)
+    labels2, sums2 = ch.bounded_item_sums(ch.load(table, Columns("user", "item")), 3, keep, weights)
+    assert np.array_equal(labels, labels2) and np.array_equal(sums, sums2)

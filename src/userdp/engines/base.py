@@ -36,6 +36,8 @@ from ..errors import DataError, ParameterError
 from ..noise import KeyedStreams
 
 __all__ = [
+    "bounded_item_sums_of",
+    "merge_item_sums",
     "key_records_from_triples",
     "key_records_of_dataset",
     "Columns",
@@ -152,6 +154,23 @@ class Engine(ABC):
     @abstractmethod
     def edges(self, data: Any) -> UserDataset:
         """The deduplicated person-element edges as a dataset of sets (:func:`edges_from_pairs`)."""
+
+    def bounded_item_sums(
+        self,
+        data: Any,
+        cap: int,
+        keep: Callable[[object, int], np.ndarray],
+        weights: Callable[[np.ndarray], np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per-item sums of bounded per-person weights, aggregated where the data are.
+
+        Each person's distinct items are put in the order of their labels' text; a person holding more than
+        ``cap`` keeps the positions ``keep(user_key, n_items)`` (a function of the person alone, such as
+        :func:`userdp.noise.keyed_keep`), the others keep all; a person keeping ``k`` items adds the row
+        ``weights([k])[0]`` (integers, ``width`` columns) to each of them. Returns the items that received
+        anything (labels as text, sorted) and their ``(n, width)`` integer sums. ``keep`` and ``weights`` run
+        on the Spark executors, so they must be picklable."""
+        return bounded_item_sums_of(self.edges(data), cap, keep, weights)
 
     def key_records(self, data: Any) -> tuple[UserDataset, np.ndarray]:
         """Each person's keys and how many records they hold of each: a dataset of sets (each key once per
@@ -525,6 +544,51 @@ def edges_from_codes(users: np.ndarray, codes: np.ndarray, labels: np.ndarray) -
     codes, domain = _text_coded(codes, labels)
     offsets, order, keys = group_by_user(users)
     return UserDataset(offsets, codes[order], keys, domain).dedupe()
+
+
+def bounded_item_sums_of(
+    sets: UserDataset, cap: int, keep: Callable[[object, int], np.ndarray], weights: Callable[[np.ndarray], np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`Engine.bounded_item_sums` of a dataset of sets (each item once per person)."""
+    offsets, items = sets.offsets, np.asarray(sets.items, dtype=np.int64)
+    n_lab = len(sets.domain)
+    text = np.array([str(x) for x in np.asarray(sets.domain.labels, dtype=object)[:n_lab]], dtype=object)
+    rank = np.empty(n_lab, dtype=np.int64)
+    rank[np.argsort(text, kind="stable")] = np.arange(n_lab)  # the labels' text order, whatever the coding
+    deg = np.diff(offsets)
+    kept = np.ones(items.size, dtype=bool)
+    for u in np.flatnonzero(deg > cap):
+        lo, hi = offsets[u], offsets[u + 1]
+        order = np.argsort(rank[items[lo:hi]], kind="stable")  # the person's items in their labels' order
+        mask = np.zeros(hi - lo, dtype=bool)
+        mask[order[np.asarray(keep(sets.user_ids[u], int(hi - lo)), dtype=np.int64)]] = True
+        kept[lo:hi] = mask
+    k = np.minimum(deg, cap)
+    person = np.repeat(np.arange(deg.size), deg)[kept]
+    w = np.asarray(weights(np.maximum(k, 1)), dtype=np.int64)
+    if w.ndim != 2 or w.shape[0] != deg.size:
+        raise ParameterError("weights must map the persons' kept counts to one row per person")
+    code = items[kept]
+    sums = np.zeros((n_lab, w.shape[1]), dtype=np.int64)
+    for c in range(w.shape[1]):
+        sums[:, c] = np.bincount(code, weights=w[person, c], minlength=n_lab).astype(np.int64)
+    got = np.flatnonzero(np.bincount(code, minlength=n_lab) > 0)
+    got = got[np.argsort(rank[got], kind="stable")]
+    return text[got], sums[got]
+
+
+def merge_item_sums(parts: list[tuple[np.ndarray, np.ndarray]], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Add up :meth:`Engine.bounded_item_sums` results of disjoint sets of persons (by label)."""
+    parts = [(lab, s) for lab, s in parts if len(lab)]
+    if not parts:
+        return np.empty(0, dtype=object), np.zeros((0, width), dtype=np.int64)
+    labels = np.concatenate([lab for lab, _ in parts]).astype(str)
+    sums = np.concatenate([s for _, s in parts])
+    names, inv = np.unique(labels, return_inverse=True)
+    out = np.zeros((names.size, width), dtype=np.int64)
+    for c in range(width):
+        out[:, c] = np.bincount(inv, weights=sums[:, c], minlength=names.size).astype(np.int64)
+    return names.astype(object), out
 
 
 def key_records_from_triples(users: np.ndarray, labels: np.ndarray, mult: np.ndarray) -> tuple[UserDataset, np.ndarray]:

@@ -28,11 +28,13 @@ from .base import (
     Columns,
     Engine,
     UserSizes,
+    bounded_item_sums_of,
     check_grid,
     count_table,
     decode_keys,
     edges_from_pairs,
     key_records_from_triples,
+    merge_item_sums,
     sum_by_size,
 )
 
@@ -294,6 +296,16 @@ class ChunkedEngine(Engine):
         if not users:
             return edges_from_pairs(np.empty(0, dtype=np.int64), np.empty(0, dtype=object))
         return edges_from_pairs(np.concatenate(users), np.concatenate(labels))
+
+    def bounded_item_sums(self, data: ChunkedTable, cap, keep, weights) -> tuple[np.ndarray, np.ndarray]:
+        parts, width = [], None
+        for ds in data:  # every chunk holds whole users: their bounding is final
+            lab, sums = bounded_item_sums_of(memory.MemoryEngine().edges(ds), cap, keep, weights)
+            parts.append((lab, sums))
+            width = sums.shape[1]
+        if width is None:
+            width = np.asarray(weights(np.ones(1, dtype=np.int64))).shape[1]
+        return merge_item_sums(parts, width)
 
     def key_records(self, data: ChunkedTable) -> tuple[UserDataset, np.ndarray]:
         users, labels, mults = [], [], []

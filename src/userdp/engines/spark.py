@@ -34,6 +34,7 @@ from .base import (
     Columns,
     Engine,
     UserSizes,
+    bounded_item_sums_of,
     check_grid,
     count_table,
     decode_keys,
@@ -324,6 +325,43 @@ class SparkEngine(Engine):
             )
         pdf = d.toPandas()
         return edges_from_pairs(pdf[cols.user].to_numpy(), pdf[cols.item].to_numpy())
+
+    def bounded_item_sums(self, data: SparkTable, cap, keep, weights) -> tuple[np.ndarray, np.ndarray]:
+        """The bounding and the per-item sums run on the executors (each batch of whole persons through
+        :func:`~userdp.engines.base.bounded_item_sums_of`, then a sum by item); one row per item reaches
+        the driver."""
+        import pandas as pd
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        cols = data.columns
+        if cols.item is None:
+            raise DataError("a set union needs items that are ids (a finite domain)")
+        self._check_keyable(data.df, cols.user)
+        user, item = cols.user, cols.item
+        width = int(np.asarray(weights(np.ones(1, dtype=np.int64))).shape[1])
+        d = data.df.select(user, F.col(item).cast("string").alias(item)).distinct()
+        names = [f"_w{c}" for c in range(width)]
+
+        def part(ds: UserDataset) -> pd.DataFrame:
+            lab, sums = bounded_item_sums_of(ds.dedupe() if ds.n_items else ds, cap, keep, weights)
+            return pd.DataFrame({"_k": lab.astype(str), **{n: sums[:, c] for c, n in enumerate(names)}})
+
+        schema = T.StructType(
+            [T.StructField("_k", T.StringType())] + [T.StructField(n, T.LongType()) for n in names]
+        )
+        rows = (
+            self._by_users(SparkTable(d, Columns(user, item), None), part, schema)
+            .groupBy("_k")
+            .agg(*[F.sum(n).alias(n) for n in names])
+            .collect()
+        )
+        if not rows:
+            return np.empty(0, dtype=object), np.zeros((0, width), dtype=np.int64)
+        labels = np.array([r["_k"] for r in rows], dtype=object)
+        sums = np.array([[int(r[n]) for n in names] for r in rows], dtype=np.int64)
+        order = np.argsort(labels.astype(str), kind="stable")
+        return labels[order], sums[order]
 
     def key_records(self, data: SparkTable) -> tuple[UserDataset, np.ndarray]:
         """The (person, key) record counts aggregate on the executors; one row per person and key reaches

@@ -67,7 +67,7 @@ Negligible deviations (documented, not hidden)
 
 from __future__ import annotations
 
-from .keyed import KeyedSource, KeyedStreams, encode_user_key, keyed_randomize, keyed_sample_indices
+from .keyed import KeyedSource, KeyedStreams, encode_user_key, keyed_keep, keyed_randomize, keyed_sample_indices
 from .knorm import KNormCalibration, L2LatticeLaw, calibrate_knorm, knorm_mechanism, knorm_release, lattice_knorm_noise
 from .mechanisms import (
     GaussianCalibration,
@@ -125,6 +125,7 @@ __all__ = [
     "sample_cumulative",
     "KeyedStreams",
     "keyed_sample_indices",
+    "keyed_keep",
     "keyed_randomize",
     "KeyedSource",
     "encode_user_key",

@@ -216,6 +216,7 @@ class KeyedStreams:
 # Purposes of the keyed per-user streams (one stream per user and purpose; see KeyedStreams.source).
 SAMPLE_PURPOSE = "BoundedEMDReduction: sampling with replacement"
 RANDOMIZE_PURPOSE = "local-model item randomization"
+BOUND_PURPOSE = "set union: contribution bounding"
 
 
 def keyed_sample_indices(streams: KeyedStreams, user_key: object, size: int, s: int) -> np.ndarray:
@@ -230,3 +231,13 @@ def keyed_randomize(streams: KeyedStreams, user_key: object, codes: np.ndarray, 
     keyed stream for :data:`RANDOMIZE_PURPOSE`, sorted. Every engine calls this function for every user."""
     codes = np.sort(np.asarray(codes, dtype=np.int64))
     return np.sort(randomizer.randomize(codes, streams.source(user_key, RANDOMIZE_PURPOSE)))
+
+
+def keyed_keep(streams: KeyedStreams, user_key: object, size: int, cap: int) -> np.ndarray:
+    """Which ``cap`` of a user's ``size`` items (in the order of their labels' text) the user keeps: a
+    uniformly random subset, the ``cap`` smallest of ``size`` words of the user's keyed stream for
+    :data:`BOUND_PURPOSE` (ties, of probability below ``size^2 / 2^65``, go to the earlier item). Returns the
+    kept positions, ascending. Every engine calls this for every user holding more than ``cap`` items (in
+    memory, per chunk, on the Spark executors), so they keep the same items."""
+    words = streams.source(user_key, BOUND_PURPOSE).words(int(size))
+    return np.sort(np.argsort(words, kind="stable")[: int(cap)])

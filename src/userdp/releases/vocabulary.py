@@ -1,20 +1,24 @@
 """The private vocabulary release: a table of (person, item) records -> the items many persons hold, and a
 noisy person count of each (:func:`userdp.vocabulary.private_vocabulary`; Gopi et al., ICML 2020).
 
-The engine deduplicates the person-item records (the same edges as the distinct count); bounding, the
-weighted (or policy) histogram, the threshold and the counts run on the driver. Guarantee: ``(epsilon, delta)``-DP for
-adding or removing one person (all of their records). The items' labels are read off the data; only the
-released ones leave.
+For the weighted union the engine bounds each person's items (a uniformly random subset of at most
+``max_items``, drawn from the person's keyed stream, :func:`userdp.noise.keyed_keep`, so that every engine
+keeps the same items) and sums the weights per item where the data are: on Spark, on the executors, and one
+row per item reaches the driver. The policy histogram visits the persons one after another, so its engine
+collects the deduplicated person-item edges on the driver. The threshold, the noise and the counts' noise
+run on the driver. Guarantee: ``(epsilon, delta)``-DP for adding or removing one person (all of their
+records). The items' labels are read off the data; only the released ones leave.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ..engines import Columns, Engine, get_engine
-from ..noise import RngLike, resolve_rng
+from ..noise import KeyedStreams, RngLike, keyed_keep, resolve_rng
 from ..privacy.result import Release
-from ..vocabulary import plan_vocabulary, private_vocabulary
+from ..vocabulary import plan_vocabulary, private_vocabulary, private_vocabulary_from_sums, vocabulary_sum_columns
 
 __all__ = ["vocabulary"]
 
@@ -50,7 +54,18 @@ def vocabulary(
     """
     plan_vocabulary(epsilon, delta, max_items, noise, policy, count_fraction)  # every refusal before the data is read
     eng = get_engine(engine)
-    sets = eng.edges(eng.load(source, Columns(user, item, tokenize=tokenize)))
+    src = resolve_rng(rng)
+    data = eng.load(source, Columns(user, item, tokenize=tokenize))
+    if not policy:  # bounding and weights per person, then sums per item: on Spark's executors too
+        streams = KeyedStreams.from_rng(src)
+        labels, sums = eng.bounded_item_sums(
+            data, int(max_items), partial(keyed_keep, streams, cap=int(max_items)),
+            partial(vocabulary_sum_columns, noise=noise),
+        )  # fmt: skip
+        return private_vocabulary_from_sums(
+            labels, sums, epsilon, delta, max_items=max_items, noise=noise, count_fraction=count_fraction, rng=src
+        )
+    sets = eng.edges(data)  # the policy visits persons one after another: on the driver
     return private_vocabulary(
         sets.offsets,
         sets.items,
@@ -61,5 +76,5 @@ def vocabulary(
         noise=noise,
         policy=policy,
         count_fraction=count_fraction,
-        rng=resolve_rng(rng),
+        rng=src,
     )

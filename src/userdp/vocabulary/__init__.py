@@ -21,7 +21,9 @@ from .union import (
     plan_vocabulary,
     policy_laplace_union,
     private_vocabulary,
+    private_vocabulary_from_sums,
     union_histogram,
+    vocabulary_sum_columns,
     weighted_gaussian_union,
     weighted_laplace_union,
 )
@@ -44,7 +46,9 @@ __all__ = [
     "policy_histogram",
     "policy_laplace_union",
     "private_vocabulary",
+    "private_vocabulary_from_sums",
     "union_histogram",
+    "vocabulary_sum_columns",
     "weighted_gaussian_union",
     "weighted_laplace_union",
 ]

@@ -76,7 +76,9 @@ __all__ = [
     "plan_vocabulary",
     "policy_laplace_union",
     "private_vocabulary",
+    "private_vocabulary_from_sums",
     "union_histogram",
+    "vocabulary_sum_columns",
     "weighted_gaussian_union",
     "weighted_laplace_union",
 ]
@@ -546,21 +548,56 @@ def private_vocabulary(
         add/remove one person (sequential composition of the two steps).
     """
     plan = plan_vocabulary(epsilon, delta, max_items, noise, policy, count_fraction, cutoff_margin)
-    eps, dlt, max_items, frac = plan["epsilon"], plan["delta"], plan["max_items"], plan["count_fraction"]
-    eps_set, delta_set = plan["epsilon_set"], plan["delta_set"]
-    eps_count, delta_count = plan["epsilon_counts"], plan["delta_counts"]
     cal = plan["calibration"]
     src = resolve_rng(rng)
     labels = np.asarray(labels)
     _check_codes(items, labels.size)
     off, its = bound_contributions(offsets, items, cal.max_items, src)
     hist, held_any = _histogram(off, its, labels.size, cal, src)
+    holders = np.bincount(its, minlength=labels.size)
+    return _vocabulary_release(labels, hist, holders, held_any, plan, policy, src)
+
+
+def vocabulary_sum_columns(k: np.ndarray, noise: str) -> np.ndarray:
+    """The per-person rows of a weighted union for :meth:`userdp.engines.Engine.bounded_item_sums`: the
+    weight :func:`person_weights` of ``k`` kept items, and 1 (the person holds the item)."""
+    k = np.asarray(k, dtype=np.int64)
+    return np.column_stack([person_weights(k, noise), np.ones(k.size, dtype=np.int64)])
+
+
+def private_vocabulary_from_sums(
+    labels: np.ndarray,
+    sums: np.ndarray,
+    epsilon: float,
+    delta: float,
+    *,
+    max_items: int = 100,
+    noise: str = "gaussian",
+    count_fraction: float = 0.5,
+    rng: RngLike = None,
+) -> Release:
+    """:func:`private_vocabulary` (weighted) from per-item sums already bounded and aggregated (by an engine,
+    :meth:`userdp.engines.Engine.bounded_item_sums` with :func:`vocabulary_sum_columns`, possibly on Spark's
+    executors): ``sums[:, 0]`` the items' weights, ``sums[:, 1]`` their holders among the kept items."""
+    plan = plan_vocabulary(epsilon, delta, max_items, noise, False, count_fraction)
+    labels = np.asarray(labels)
+    sums = np.asarray(sums, dtype=np.int64).reshape(-1, 2)
+    holders = sums[:, 1]
+    return _vocabulary_release(labels, sums[:, 0], holders, holders > 0, plan, False, resolve_rng(rng))
+
+
+def _vocabulary_release(labels, hist, holders, held_any, plan, policy, src) -> Release:
+    eps, dlt, max_items, frac = plan["epsilon"], plan["delta"], plan["max_items"], plan["count_fraction"]
+    eps_set, delta_set = plan["epsilon_set"], plan["delta_set"]
+    eps_count, delta_count = plan["epsilon_counts"], plan["delta_counts"]
+    cal = plan["calibration"]
+    noise = cal.noise
     chosen, _ = _select(hist, cal, src, held_any)
     counts = None
     count_sd = None
     if frac > 0:
         # persons per released item, among the kept items: one person adds 1 to at most max_items of them
-        held = np.bincount(its, minlength=labels.size)[chosen].astype(np.float64)
+        held = np.asarray(holders)[chosen].astype(np.float64)
         if noise == "laplace":
             counts = laplace_mechanism(held, float(max_items), eps_count, src) if held.size else held
             count_sd = math.sqrt(2.0) * max_items / eps_count
