@@ -120,6 +120,39 @@ def charge(args: argparse.Namespace, release: Any) -> None:
     ledger.charge(args, release.guarantee, release.mechanism)
 
 
+def charge_and_write_csv(args: argparse.Namespace, release: Any, out: Any, header: list[str], rows: Any) -> None:
+    """Charge ``release`` to ``--ledger`` and write ``rows`` under ``header`` to the CSV file ``out`` (if not
+    ``None``): written under a temporary name first, charged, then moved into place, so that a file that
+    cannot be written charges nothing and a refused charge leaves no file."""
+    import csv
+    import os
+
+    tmp = None
+    try:
+        if out is not None:
+            tmp = out.with_name(f".{out.stem}.userdp-tmp.csv")
+            try:
+                with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                    w = csv.writer(fh)
+                    w.writerow(header)
+                    w.writerows(rows)
+            except OSError as exc:
+                reason = exc.strerror or type(exc).__name__
+                raise ParameterError(f"cannot write {out} ({reason}); nothing was released or charged") from None
+        charge(args, release)
+        if tmp is not None:
+            try:
+                os.replace(tmp, out)
+            except OSError as exc:
+                raise ParameterError(
+                    f"the release was charged to the ledger but {out} could not be written "
+                    f"({exc.strerror or type(exc).__name__})"
+                ) from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
 def warn_seed(args: argparse.Namespace, out: dict | None = None) -> None:
     """With ``--seed``: a warning on standard error (and in the JSON output ``out``)."""
     if getattr(args, "seed", None) is None:

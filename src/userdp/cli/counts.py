@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import os
 from pathlib import Path
 
 from .. import releases
 from ..errors import ParameterError
-from .common import DELTA, EPSILON, add_release_options, charge, number, report, warn_seed
+from .common import DELTA, EPSILON, add_release_options, charge_and_write_csv, number, report, warn_seed
 from .vocabulary import _check_out
 
 
@@ -56,31 +54,8 @@ def cmd_counts(args: argparse.Namespace) -> int:
         rng=args.seed,
     )
     labels, counts = rel.value["keys"], rel.value["counts"]
-    tmp = None
-    try:
-        if out is not None:  # written under a temporary name, charged, then moved into place
-            tmp = out.with_name(f".{out.stem}.userdp-tmp.csv")
-            try:
-                with open(tmp, "w", newline="", encoding="utf-8") as fh:
-                    w = csv.writer(fh)
-                    w.writerow(["key", "count"])
-                    for i, label in enumerate(labels):
-                        w.writerow([label, f"{counts[i]:.6g}"])
-            except OSError as exc:
-                reason = exc.strerror or type(exc).__name__
-                raise ParameterError(f"cannot write {out} ({reason}); nothing was released or charged") from None
-        charge(args, rel)
-        if tmp is not None:
-            try:
-                os.replace(tmp, out)
-            except OSError as exc:
-                raise ParameterError(
-                    f"the release was charged to the ledger but {out} could not be written "
-                    f"({exc.strerror or type(exc).__name__})"
-                ) from None
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
+    rows = ([label, f"{counts[i]:.6g}"] for i, label in enumerate(labels))
+    charge_and_write_csv(args, rel, out, ["key", "count"], rows)  # written under a temporary name, charged, moved
     shown = min(len(labels), args.show)
     result = {
         "keys_released": int(len(labels)),
