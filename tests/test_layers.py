@@ -20,7 +20,7 @@ LAYERS = [
     {"data", "text", "metrics", "datasets"},
     {"engines"},
     {"dem", "distinct", "heatmaps", "vocabulary"},
-    {"releases", "audit"},
+    {"releases", "audit", "plan"},
     {"cli", "report"},
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}

@@ -8,7 +8,7 @@ import sys
 
 from .. import __version__
 from ..errors import ParameterError, UserDPError
-from . import account, audit, completion, counts, dem, demo, distinct, heatmap, ledger, vocabulary
+from . import account, audit, completion, counts, dem, demo, distinct, heatmap, ledger, plan, vocabulary
 from .common import OutOfRange
 
 
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="userdp", description="User-level differential privacy.")
     p.add_argument("--version", action="version", version=f"userdp {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for group in (demo, account, audit, distinct, vocabulary, counts, dem, heatmap, ledger):
+    for group in (demo, account, audit, distinct, vocabulary, counts, dem, heatmap, ledger, plan):
         group.add_parser(sub)
     completion.add_parser(sub, build_parser)
     return p
