@@ -88,7 +88,6 @@ def test_gem_picks_the_bounds_that_minimize_the_error_when_the_data_speak_clearl
     of the candidates that keep everything; GEM at a large budget picks it."""
     n = 2000
     offsets = np.arange(0, 3 * n + 1, 3)
-    keys = np.tile([0, 1, 2], n)
     mult = np.full(3 * n, 4)
     picks = [choose_bounds(offsets, mult, 3, 5.0, 1.0, rng=s)[:2] for s in range(20)]
     assert sum(p == (4, 4) for p in picks) >= 16, picks
