@@ -324,8 +324,12 @@ def _open(path: Path):
 READ_ERRORS: tuple[type[BaseException], ...] = (pa.ArrowException, OSError, EOFError, lzma.LZMAError, zlib.error)
 
 
-def read_table(path: str | Path, columns: Sequence[str] | None = None, format: str | None = None) -> pa.Table:
-    """Read a CSV, Parquet or JSON-lines file (optionally ``.gz`` / ``.xz`` / ``.bz2`` compressed)."""
+def read_table(
+    path: str | Path, columns: Sequence[str] | None = None, format: str | None = None, text: Sequence[str] = ()
+) -> pa.Table:
+    """Read a CSV, Parquet or JSON-lines file (optionally ``.gz`` / ``.xz`` / ``.bz2`` compressed). The CSV
+    columns named in ``text`` are read as text, never typed by what the other rows hold (one row of ``abc``
+    would otherwise turn a column of ``007`` from numbers into text, and change every other person's labels)."""
     import pyarrow.csv as pcsv
     import pyarrow.json as pjson
     import pyarrow.parquet as pq
@@ -346,7 +350,9 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None, format: s
             with _open(path) as fh:
                 opts = pcsv.ParseOptions(delimiter="\t" if fmt == "tsv" else ",")
                 # an empty field is a missing value, also in text columns (then refused, never a "" label)
-                conv = pcsv.ConvertOptions(strings_can_be_null=True, null_values=[""])
+                conv = pcsv.ConvertOptions(
+                    strings_can_be_null=True, null_values=[""], column_types={c: pa.string() for c in text}
+                )
                 table = pcsv.read_csv(fh, parse_options=opts, convert_options=conv)
         else:
             with _open(path) as fh:
@@ -360,11 +366,12 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None, format: s
     return table
 
 
-def table_of(source: Any, columns: Sequence[str] | None = None) -> pa.Table:
-    """An Arrow table from a path (:func:`read_table`) or from anything :func:`to_arrow` takes, with the named
-    ``columns`` (a :class:`DataError` naming the table's columns if one is missing)."""
+def table_of(source: Any, columns: Sequence[str] | None = None, text: Sequence[str] = ()) -> pa.Table:
+    """An Arrow table from a path (:func:`read_table`, the CSV columns ``text`` read as text) or from anything
+    :func:`to_arrow` takes, with the named ``columns`` (a :class:`DataError` naming the table's columns if one
+    is missing)."""
     if isinstance(source, (str, Path)):
-        return read_table(source, columns=columns)
+        return read_table(source, columns=columns, text=text)
     table = to_arrow(source)
     if columns is not None:
         _require_columns(table, columns)

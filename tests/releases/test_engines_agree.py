@@ -127,3 +127,20 @@ def test_memory_chunked_and_spark_releases_are_identical(name, tmp_path, spark_e
     assert not np.array_equal(_values(run(table, "memory", rng=6)), _values(memory))  # not vacuous
     if isinstance(memory.value, dict):
         assert len(memory.value["items" if "items" in memory.value else "keys"]) > 0
+
+
+def test_a_file_s_labels_and_persons_do_not_depend_on_another_person_s_values(tmp_path, spark_engine):
+    """CSV columns of persons and items are read as text when the labels come from the data: one added
+    person holding "abc" must not turn the other persons' "007" into 7 (nor merge persons "007" and "7"),
+    on any engine."""
+    from userdp.engines import ChunkedEngine
+
+    rows = [("007", "007")] * 50 + [("7", "007")] * 50 + [(str(u), "007") for u in range(100)]
+    for extra in ([], [("x", "abc")]):
+        path = tmp_path / f"t{len(extra)}.csv"
+        path.write_text("user,key\n" + "".join(f"{u},{k}\n" for u, k in rows + extra))
+        for eng in ("memory", ChunkedEngine(rows_per_chunk=37), spark_engine):
+            rel = releases.key_counts(path, 1.0, user="user", key="key", keys=["007", "7"], bounds=(1, 1), engine=eng,
+                                      rng=1)  # fmt: skip
+            assert list(rel.value["keys"]) == ["007", "7"]
+            assert abs(rel.value["counts"][0] - 101) < 25 and abs(rel.value["counts"][1]) < 25  # 101 persons hold 007

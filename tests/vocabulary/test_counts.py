@@ -153,3 +153,27 @@ def test_every_refusal_comes_from_the_parameters_alone():
     with pytest.raises(ParameterError, match="key codes"):
         private_key_counts(np.array([0, 1]), np.array([4]), np.array([1]), np.array(["a"]), 1.0,
                            public_keys=np.array(["a"]))  # fmt: skip
+
+
+def test_review_fixes_labels_alike_equal_bounds_empty_keys_and_text_matching():
+    """Labels that print alike are one key with one entry per person (else one key could take L0 Linf);
+    equal bounds are accepted; an empty key list is refused whatever the data; public keys match as text."""
+    from userdp.data import FiniteDomain, UserDataset
+    from userdp.engines import MemoryEngine
+
+    domain = FiniteDomain(np.array([1, "1"], dtype=object))
+    ds = UserDataset(np.array([0, 3]), np.array([0, 1, 1]), np.array([9]), domain)
+    sets, mult = MemoryEngine().key_records(ds)
+    assert sets.items.size == 1 and list(mult) == [3]
+    offsets, keys, mult = np.array([0, 1]), np.array([0]), np.array([5])
+    rel = private_key_counts(offsets, keys, mult, np.array([7]), 1.0, public_keys=["7"], bounds=(8, 8), rng=1)
+    assert list(rel.value["keys"]) == ["7"] and rel.value["l0"] == rel.value["linf"] == 8
+    for data in ((np.array([0]), keys[:0], mult[:0]), (offsets, keys, mult)):
+        with pytest.raises(ParameterError, match="empty"):
+            private_key_counts(*data, np.array(["7"]), 1.0, public_keys=[])
+
+
+def test_gaussian_counts_of_selected_keys_split_delta_in_halves():
+    p = plan_key_counts(1.0, 1e-6, noise="gaussian", public_keys=False)
+    assert p["delta_keys"] == p["delta_counts"] == 5e-7
+    assert plan_key_counts(1.0, 1e-6, noise="laplace", public_keys=False)["delta_keys"] == 1e-6

@@ -168,3 +168,14 @@ def test_policy_refusals():
         calibrate_union(1.0, 1e-6, 10, "gaussian", policy=True)
     with pytest.raises(ParameterError, match="cutoff_margin"):
         calibrate_union(1.0, 1e-6, 10, "laplace", policy=True, cutoff_margin=-1)
+
+
+def test_exact_audit_with_three_kept_items():
+    """Three kept items and 16 steps: a person's new items get 6, 5 and 5 (the remainder by priority); the
+    exact law over orders and priorities stays within the claim. (Calibrating for floor(16 / 3) gives the
+    same threshold here; test_a_new_item_gets_at_most_its_share_rounded_up is the test that catches it.)"""
+    from userdp.audit import audit_set_union
+
+    data = [[[0, 1, 2]], [[0, 1, 2], [0]], [[0], [0, 1, 2]]]
+    res = audit_set_union(data, 4.0, 1e-2, 3, "laplace", policy=True, cutoff_margin=0.0)
+    assert res.passed, str(res)

@@ -36,6 +36,7 @@ from ..errors import DataError, ParameterError
 from ..noise import KeyedStreams
 
 __all__ = [
+    "text_columns",
     "bounded_item_sums_of",
     "merge_item_sums",
     "key_records_from_triples",
@@ -546,6 +547,16 @@ def edges_from_codes(users: np.ndarray, codes: np.ndarray, labels: np.ndarray) -
     return UserDataset(offsets, codes[order], keys, domain).dedupe()
 
 
+def text_columns(columns: Columns, domain: Any) -> tuple[str, ...]:
+    """The columns a file must give as text, not as types inferred from all of its rows: the person and
+    the item when the items' labels are read off the data (no declared domain). Inferring their type from
+    every row lets one added person (a key ``abc`` among ``007``s) change the other persons' labels and
+    identities."""
+    if columns.item is not None and domain is None:
+        return (columns.user, columns.item)
+    return ()
+
+
 def bounded_item_sums_of(
     sets: UserDataset, cap: int, keep: Callable[[object, int], np.ndarray], weights: Callable[[np.ndarray], np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -603,10 +614,19 @@ def key_records_from_triples(users: np.ndarray, labels: np.ndarray, mult: np.nda
         raw, codes = unique_inverse(np.array([str(x) for x in labels], dtype=object))
     items, domain = _text_coded(codes, raw)
     ukeys, person = unique_inverse(users)
-    order = np.lexsort((items, person))
-    person, items, mult = person[order], items[order], mult[order]
-    offsets = np.r_[0, np.cumsum(np.bincount(person, minlength=ukeys.size))].astype(np.int64)
-    return UserDataset(offsets, items, ukeys, domain), mult
+    return _one_entry_per_key(person, items, mult, ukeys, domain)
+
+
+def _one_entry_per_key(person, items, mult, user_ids, domain) -> tuple[UserDataset, np.ndarray]:
+    """One entry per (person, key), multiplicities added: labels that print alike (``1`` and ``"1"``) are one
+    key after text coding, and must not give one person two entries for it."""
+    n_lab = max(1, len(domain))
+    pair, inv = np.unique(np.asarray(person, dtype=np.int64) * n_lab + np.asarray(items, dtype=np.int64),
+                          return_inverse=True)  # fmt: skip
+    total = np.bincount(inv.ravel(), weights=np.asarray(mult, dtype=np.float64), minlength=pair.size).astype(np.int64)
+    p, codes = pair // n_lab, pair % n_lab
+    offsets = np.r_[0, np.cumsum(np.bincount(p, minlength=len(user_ids)))].astype(np.int64)
+    return UserDataset(offsets, codes, user_ids, domain), total
 
 
 def key_records_of_dataset(data: UserDataset) -> tuple[UserDataset, np.ndarray]:
@@ -623,10 +643,7 @@ def key_records_of_dataset(data: UserDataset) -> tuple[UserDataset, np.ndarray]:
     labels = np.asarray(data.domain.labels)[: len(data.domain)]
     remap = np.cumsum(used) - 1
     items, domain = _text_coded(remap[codes], labels[used[: labels.size]])
-    order = np.lexsort((items, p))
-    p, items, mult = p[order], items[order], mult[order].astype(np.int64)
-    offsets = np.r_[0, np.cumsum(np.bincount(p, minlength=counts.size))].astype(np.int64)
-    return UserDataset(offsets, items, data.user_ids, domain), mult
+    return _one_entry_per_key(p, items, mult, data.user_ids, domain)
 
 
 def edges_of_dataset(data: UserDataset) -> UserDataset:

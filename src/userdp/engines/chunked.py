@@ -36,6 +36,7 @@ from .base import (
     key_records_from_triples,
     merge_item_sums,
     sum_by_size,
+    text_columns,
 )
 
 __all__ = ["ChunkedEngine", "ChunkedTable", "iter_user_chunks"]
@@ -87,7 +88,7 @@ def _increasing(keys: np.ndarray) -> bool:
         return False
 
 
-def _batches(source: Any, columns: Sequence[str], rows: int) -> Iterator[pa.RecordBatch]:
+def _batches(source: Any, columns: Sequence[str], rows: int, text: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
     """Record batches of ``columns`` from a path (Parquet, CSV/TSV, JSON lines; ``.gz``/``.xz``/``.bz2``), an
     in-memory table, or a stream (a zero-argument callable returning an iterator of Arrow record batches or
     tables, called again for every pass), about ``rows`` rows each."""
@@ -133,7 +134,10 @@ def _batches(source: Any, columns: Sequence[str], rows: int) -> Iterator[pa.Reco
                         fh,
                         parse_options=pcsv.ParseOptions(delimiter="\t" if fmt == "tsv" else ","),
                         convert_options=pcsv.ConvertOptions(
-                            strings_can_be_null=True, null_values=[""], include_columns=list(columns)
+                            strings_can_be_null=True,
+                            null_values=[""],
+                            include_columns=list(columns),
+                            column_types={c: pa.string() for c in text},  # never typed by later rows
                         ),
                     )
                 check_columns(columns, reader.schema.names, "file")
@@ -175,7 +179,7 @@ def iter_user_chunks(
         seen.add(ds.user_ids)
         return ds
 
-    for batch in _batches(source, cols.names, int(rows_per_chunk)):
+    for batch in _batches(source, cols.names, int(rows_per_chunk), text_columns(cols, domain)):
         t = pa.Table.from_batches([batch])
         if carry is not None:
             try:

@@ -25,6 +25,7 @@ from .base import (
     key_records_of_dataset,
     sum_by_size,
     sum_table,
+    text_columns,
     user_count_table,
     user_means,
 )
@@ -199,7 +200,7 @@ class MemoryEngine(Engine):
             if isinstance(domain, FiniteDomain) and not _same_domain(source.domain, domain):
                 raise DataError("the dataset's item domain is not the declared one; build it with that domain")
             return source
-        return load_table(table_of(source, columns.names), columns, domain)
+        return load_table(table_of(source, columns.names, text_columns(columns, domain)), columns, domain)
 
     def user_sizes(self, data: UserDataset) -> UserSizes:
         return user_sizes(data)

@@ -41,6 +41,7 @@ from .base import (
     edges_from_pairs,
     key_records_from_triples,
     sum_by_size,
+    text_columns,
 )
 from .memory import grid_rows, histogram_rows, load_table, per_user_mean, randomize_keyed, sample_keyed
 
@@ -104,14 +105,16 @@ class SparkEngine(Engine):
         self.max_edges = int(max_edges)
 
     # -- input ------------------------------------------------------------------------------
-    def read(self, path: str | Path) -> DataFrame:
-        """Read a Parquet, CSV (header row, inferred types) or JSON-lines path."""
+    def read(self, path: str | Path, infer: bool = True) -> DataFrame:
+        """Read a Parquet, CSV (header row; types inferred unless ``infer`` is false: then every column is
+        text) or JSON-lines path."""
         p = str(path).lower()
         if not Path(path).exists():
             raise DataError(f"no such file: {path}")
         if p.endswith((".csv", ".csv.gz", ".csv.bz2", ".tsv")):
             sep = "\t" if p.endswith(".tsv") else ","
-            return self.spark.read.option("header", True).option("inferSchema", True).option("sep", sep).csv(str(path))
+            reader = self.spark.read.option("header", True).option("inferSchema", bool(infer)).option("sep", sep)
+            return reader.csv(str(path))
         if p.endswith((".json", ".jsonl", ".ndjson", ".jsonl.gz", ".json.gz")):
             return self.spark.read.json(str(path))
         return self.spark.read.parquet(str(path))
@@ -121,8 +124,8 @@ class SparkEngine(Engine):
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        if isinstance(source, (str, Path)):
-            df = self.read(source)
+        if isinstance(source, (str, Path)):  # labels read off the data: person and item as text, not inferred
+            df = self.read(source, infer=not text_columns(columns, domain))
         elif isinstance(source, DataFrame):
             df = source
         else:

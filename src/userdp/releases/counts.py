@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..engines import Columns, Engine, get_engine
+from ..errors import ParameterError
 from ..noise import RngLike, resolve_rng
 from ..privacy.result import Release
 from ..vocabulary import BOUND_GRID, plan_key_counts, private_key_counts
@@ -58,6 +59,8 @@ def key_counts(
         As in :func:`userdp.releases.heatmap`.
     """
     public = None if keys is None else np.asarray([str(k) for k in keys], dtype=object)
+    if public is not None and public.size == 0:
+        raise ParameterError("keys is empty: list at least one public key (or None to select them)")
     plan_key_counts(epsilon, delta, bounds=bounds, noise=noise, public_keys=public is not None,
                     select_fraction=select_fraction, key_fraction=key_fraction, max_keys=max_keys,
                     l0s=l0s, linfs=linfs)  # fmt: skip  # every refusal before the data is read

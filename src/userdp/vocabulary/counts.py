@@ -148,13 +148,14 @@ def choose_bounds(
     return grid[i][0], grid[i][1], {"candidates": grid, "scores": scores, "noise_mean_abs": noise_abs}
 
 
-def _check_grid(name: str, grid) -> tuple[int, ...]:
+def _check_grid(name: str, grid, distinct: bool = True) -> tuple[int, ...]:
     try:
         vals = tuple(int(v) for v in grid)
     except (TypeError, ValueError):
         raise ParameterError(f"{name} must be whole numbers >= 1") from None
-    if not vals or min(vals) < 1 or max(vals) > 10**6 or len(set(vals)) != len(vals):
-        raise ParameterError(f"{name} must be distinct whole numbers in [1, 10^6], got {grid!r}")
+    if not vals or min(vals) < 1 or max(vals) > 10**6 or (distinct and len(set(vals)) != len(vals)):
+        what = "distinct whole numbers" if distinct else "whole numbers"
+        raise ParameterError(f"{name} must be {what} in [1, 10^6], got {grid!r}")
     return vals
 
 
@@ -194,7 +195,10 @@ def plan_key_counts(
     if auto and bounds != "auto":
         raise ParameterError(f"bounds must be 'auto' or a pair (L0, Linf), got {bounds!r}")
     if not auto:
-        l0, linf = _check_grid("bounds", bounds)
+        pair = _check_grid("bounds", bounds, distinct=False)
+        if len(pair) != 2:
+            raise ParameterError(f"bounds must be 'auto' or a pair (L0, Linf), got {bounds!r}")
+        l0, linf = pair
         l0s, linfs = (l0,), (linf,)
     else:
         l0s, linfs = _check_grid("the L0 candidates", l0s), _check_grid("the Linf candidates", linfs)
@@ -298,8 +302,11 @@ def private_key_counts(
         raise ParameterError("key codes must lie in [0, len(labels))")
     if mult.size and mult.min() < 1:
         raise ParameterError("every multiplicity must be at least 1")
-    if public_keys is not None:
-        out_labels = np.unique(np.asarray(public_keys))
+    if public_keys is not None:  # compared as text, as the engines code labels
+        out_labels = np.unique(np.array([str(k) for k in public_keys], dtype=object)) if len(public_keys) else None
+        if out_labels is None:
+            raise ParameterError("public_keys is empty: list at least one key (or None to select them)")
+        labels = np.array([str(x) for x in labels], dtype=object)
         pos = np.searchsorted(out_labels, labels)
         pos_ok = pos < out_labels.size
         code_map = np.where(pos_ok & (out_labels[np.minimum(pos, out_labels.size - 1)] == labels), pos, -1)
