@@ -12,15 +12,17 @@ from .common import DELTA, EPSILON, add_release_options, charge_and_write_csv, n
 from .vocabulary import _check_out
 
 
-def _bounds(text: str) -> str | tuple[int, int]:
-    if text == "auto":
-        return "auto"
-    parts = text.replace("x", ",").split(",")
+def bounds_pair(text: str) -> tuple[int, int]:
+    """``L0,LINF`` (or ``L0xLINF``) as two whole numbers, for argparse."""
     try:
-        l0, linf = (int(p) for p in parts)
+        l0, linf = (int(p) for p in text.replace("x", ",").split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or L0,LINF (e.g. 8,4), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected L0,LINF (e.g. 8,4), got {text!r}") from None
     return l0, linf
+
+
+def _bounds(text: str) -> str | tuple[int, int]:
+    return "auto" if text == "auto" else bounds_pair(text)
 
 
 def _public_keys(path: str | None) -> list[str] | None:

@@ -8,14 +8,7 @@ import argparse
 from .. import plan
 from ..errors import ParameterError
 from .common import DELTA, EPSILON, number, report
-
-
-def _bounds(text: str) -> tuple[int, int]:
-    try:
-        l0, linf = (int(p) for p in text.replace("x", ",").split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected L0,LINF (e.g. 8,4), got {text!r}") from None
-    return l0, linf
+from .counts import bounds_pair
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -83,7 +76,7 @@ def add_parser(sub) -> None:
     pl.add_argument("--confidence", type=number(float, 0.01, 0.999999), default=0.9, help="the confidence")
     pl.add_argument("--delta", type=DELTA, default=None, help="delta (vocabulary; Gaussian counts)")
     pl.add_argument("--noise", choices=["laplace", "gaussian"], default=None, help="the noise")
-    pl.add_argument("--bounds", type=_bounds, default=(8, 4), help="counts: L0,LINF")
+    pl.add_argument("--bounds", type=bounds_pair, default=(8, 4), help="counts: L0,LINF")
     pl.add_argument("--keys", type=number(int, 1, 10**9), default=1, help="counts: the number of keys released")
     pl.add_argument("--max-items", type=number(int, 1, 10_000), default=100, help="vocabulary: items per person")
     pl.add_argument("--count-fraction", type=number(float, 0.0, 0.99), default=0.5, help="vocabulary")

@@ -634,16 +634,11 @@ def key_records_of_dataset(data: UserDataset) -> tuple[UserDataset, np.ndarray]:
     if not isinstance(data.domain, FiniteDomain):
         raise DataError("counting records per key needs keys that are ids (a finite domain)")
     counts = data.counts()
-    n_lab = max(1, len(data.domain))
-    person = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
-    pair, mult = np.unique(person * n_lab + data.items.astype(np.int64), return_counts=True)
-    p, codes = pair // n_lab, pair % n_lab
-    used = np.zeros(n_lab, dtype=bool)
-    used[codes] = True
     labels = np.asarray(data.domain.labels)[: len(data.domain)]
-    remap = np.cumsum(used) - 1
-    items, domain = _text_coded(remap[codes], labels[used[: labels.size]])
-    return _one_entry_per_key(p, items, mult, data.user_ids, domain)
+    used = np.bincount(data.items, minlength=labels.size) > 0  # the domain read off the data: used labels only
+    items, domain = _text_coded((np.cumsum(used) - 1)[data.items], labels[used])
+    person = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+    return _one_entry_per_key(person, items, np.ones(items.size, dtype=np.int64), data.user_ids, domain)
 
 
 def edges_of_dataset(data: UserDataset) -> UserDataset:

@@ -50,7 +50,6 @@ __all__ = [
 ]
 
 BOUND_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # the default public candidates for L0 and for Linf
-NOISES = ("laplace", "gaussian")
 
 
 def _person_order(offsets: np.ndarray, mult: np.ndarray) -> np.ndarray:
@@ -173,16 +172,9 @@ def plan_key_counts(
     linfs: tuple[int, ...] = BOUND_GRID,
 ) -> dict:
     """Check the parameters of :func:`private_key_counts` and split its budget, before any data is read."""
-    from .union import plan_vocabulary
+    from .union import check_noise_budget, plan_vocabulary
 
-    if noise not in NOISES:
-        raise ParameterError(f"the noise must be one of {', '.join(NOISES)}, got {noise!r}")
-    try:
-        eps, dlt = float(epsilon), float(delta)
-    except (TypeError, ValueError):
-        raise ParameterError("epsilon and delta must be numbers") from None
-    if not (math.isfinite(eps) and 1e-6 <= eps <= 50):
-        raise ParameterError(f"epsilon must lie in [1e-6, 50], got {epsilon!r}")
+    eps, dlt = check_noise_budget(noise, epsilon, delta)
     if not 0.0 <= dlt < 1:
         raise ParameterError(f"delta must lie in [0, 1), got {delta!r}")
     needs_delta = noise == "gaussian" or not public_keys

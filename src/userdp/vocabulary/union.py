@@ -180,7 +180,9 @@ def _delta_new(threshold: int, noise: str, scale: int, max_items: int, unit: int
     return math.exp(worst) * (1 + _MARGIN)
 
 
-def _check(epsilon: float, delta: float, max_items: int, noise: str) -> tuple[float, float, int]:
+def check_noise_budget(noise: str, epsilon: float, delta: float) -> tuple[float, float]:
+    """The checks every release of this package shares: the noise is ``laplace`` or ``gaussian``, epsilon a
+    number in ``[1e-6, 50]``, delta a number (its range is each release's own)."""
     if noise not in NOISES:
         raise ParameterError(f"the noise must be one of {', '.join(NOISES)}, got {noise!r}")
     try:
@@ -189,6 +191,11 @@ def _check(epsilon: float, delta: float, max_items: int, noise: str) -> tuple[fl
         raise ParameterError("epsilon and delta must be numbers") from None
     if not (math.isfinite(eps) and 1e-6 <= eps <= 50):
         raise ParameterError(f"epsilon must lie in [1e-6, 50], got {epsilon!r}")
+    return eps, dlt
+
+
+def _check(epsilon: float, delta: float, max_items: int, noise: str) -> tuple[float, float, int]:
+    eps, dlt = check_noise_budget(noise, epsilon, delta)
     if not 1e-100 <= dlt < 1:
         raise ParameterError(f"a set union needs delta in [1e-100, 1): an item only one person holds must be "
                              f"released with probability at most delta, got {delta!r}")  # fmt: skip
