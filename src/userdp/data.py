@@ -154,16 +154,20 @@ class FiniteDomain:
         if text is not None:
             unique = pc.count_distinct(text).as_py() == labels.size
         elif labels.dtype.kind == "O":
-            unique = len(self._lookup()) == labels.size
+            unique = len({(x.item() if hasattr(x, "item") else x) for x in labels}) == labels.size
+            if unique and self.public and len(self._lookup()) != labels.size:  # values match labels as text
+                raise DataError("public domain labels must differ as text (1 and '1' print alike)")
         else:
             unique = np.unique(labels).size == labels.size
         if not unique:
             raise DataError("domain labels must be unique")
 
     def _lookup(self) -> dict:
-        """Label -> code (built on first use: only encoding values needs it)."""
+        """Label as text -> code (built on first use: only encoding values needs it). Values match labels as
+        text, so a file's column read as text (``7``) finds the label ``7`` whether it was given as a string or
+        an integer; two labels that print alike are one label, refused as not unique."""
         if self._index is None:
-            index = {(x.item() if hasattr(x, "item") else x): i for i, x in enumerate(self.labels)}
+            index = {str(x): i for i, x in enumerate(self.labels)}
             object.__setattr__(self, "_index", index)
         return self._index
 
@@ -179,11 +183,13 @@ class FiniteDomain:
         return cls(unique_inverse(np.asarray(values))[0], public=False)
 
     def encode(self, values: Sequence[Any] | np.ndarray) -> np.ndarray:
-        """Codes of ``values``; a :class:`DataError` if any value is not in the domain."""
+        """Codes of ``values`` (a value is the label that prints alike: ``"7"`` and ``7`` match, ``"007"`` and
+        ``7`` do not); a :class:`DataError` if any value is not in the domain."""
         arr = np.asarray(values)
         uniq, inv = unique_inverse(arr)
+        index = self._lookup()
         codes_u = np.fromiter(
-            (self._lookup().get(u.item() if hasattr(u, "item") else u, -1) for u in uniq),
+            (index.get(str(u), -1) for u in uniq),
             dtype=np.int64,
             count=uniq.size,
         )

@@ -144,3 +144,21 @@ def test_a_file_s_labels_and_persons_do_not_depend_on_another_person_s_values(tm
                                       rng=1)  # fmt: skip
             assert list(rel.value["keys"]) == ["007", "7"]
             assert abs(rel.value["counts"][0] - 101) < 25 and abs(rel.value["counts"][1]) < 25  # 101 persons hold 007
+
+
+def test_a_file_s_persons_are_text_for_points_and_declared_domains(tmp_path, spark_engine):
+    """Also with points in a public box and with a declared item domain, the person column of a CSV is text:
+    persons "007" and "7" stay two persons whether or not another person's id is "abc"; a declared domain's
+    labels (given as integers) match the file's items as text."""
+    from userdp.engines import ChunkedEngine, Columns, get_engine
+
+    dom = FiniteDomain(np.array([7, 8]))
+    for extra in ("", "abc,8,40.71,-73.99\n"):
+        path = tmp_path / f"p{len(extra)}.csv"
+        path.write_text("user,item,lat,lon\n007,7,40.70,-74.0\n7,8,40.72,-73.98\n" + extra)
+        for eng in (get_engine("memory"), ChunkedEngine(rows_per_chunk=1), spark_engine):
+            points = eng.load(path, Columns("user", points=("lat", "lon")), BOX)
+            assert eng.user_sizes(points).users == 2 + bool(extra), eng.name
+            items = eng.load(path, Columns("user", item="item"), dom)
+            hist = eng.histogram_sum(items, normalize=False)
+            assert hist.tolist() == [1, 1 + bool(extra)], eng.name

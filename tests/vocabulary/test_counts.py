@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from userdp.errors import ParameterError
+from userdp.errors import DataError, ParameterError
 from userdp.privacy.guarantees import ApproxDP, PureDP
 from userdp.vocabulary import bounded_key_counts, choose_bounds, kept_records, plan_key_counts, private_key_counts
 
@@ -161,7 +161,9 @@ def test_review_fixes_labels_alike_equal_bounds_empty_keys_and_text_matching():
     from userdp.data import FiniteDomain, UserDataset
     from userdp.engines import MemoryEngine
 
-    domain = FiniteDomain(np.array([1, "1"], dtype=object))
+    with pytest.raises(DataError, match="as text"):  # a public domain's values match its labels as text
+        FiniteDomain(np.array([1, "1"], dtype=object))
+    domain = FiniteDomain(np.array([1, "1"], dtype=object), public=False)  # as read off the data
     ds = UserDataset(np.array([0, 3]), np.array([0, 1, 1]), np.array([9]), domain)
     sets, mult = MemoryEngine().key_records(ds)
     assert sets.items.size == 1 and list(mult) == [3]

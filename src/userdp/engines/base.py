@@ -548,13 +548,14 @@ def edges_from_codes(users: np.ndarray, codes: np.ndarray, labels: np.ndarray) -
 
 
 def text_columns(columns: Columns, domain: Any) -> tuple[str, ...]:
-    """The columns a file must give as text, not as types inferred from all of its rows: the person and
-    the item when the items' labels are read off the data (no declared domain). Inferring their type from
-    every row lets one added person (a key ``abc`` among ``007``s) change the other persons' labels and
-    identities."""
-    if columns.item is not None and domain is None:
+    """The columns a file must give as text, not as types inferred from all of its rows: the person always,
+    and the item unless the items are points. Inferring a column's type from every row lets one added person
+    (a key ``abc`` among ``007``s) change the other persons' identities (``007`` and ``7`` would be one
+    person as numbers, two as text) and labels; items of a declared domain match its labels as text
+    (:meth:`userdp.data.FiniteDomain.encode`)."""
+    if columns.item is not None and not isinstance(domain, BoxDomain):
         return (columns.user, columns.item)
-    return ()
+    return (columns.user,)
 
 
 def bounded_item_sums_of(

@@ -41,7 +41,6 @@ from .base import (
     edges_from_pairs,
     key_records_from_triples,
     sum_by_size,
-    text_columns,
 )
 from .memory import grid_rows, histogram_rows, load_table, per_user_mean, randomize_keyed, sample_keyed
 
@@ -66,10 +65,8 @@ class SparkTable:
 
 def _codes(domain: FiniteDomain | None, values) -> np.ndarray:
     """Item codes of ``values`` in the public domain (-1 for a value outside it); on the executors."""
-    index = domain._lookup()  # noqa: SLF001 - the domain's own label -> code map
-    return np.fromiter(
-        (index.get(v.item() if hasattr(v, "item") else v, -1) for v in values), dtype=np.int64, count=len(values)
-    )
+    index = domain._lookup()  # noqa: SLF001 - the domain's own label text -> code map
+    return np.fromiter((index.get(str(v), -1) for v in values), dtype=np.int64, count=len(values))
 
 
 def _as_rows(cols: Columns, domain: FiniteDomain | BoxDomain | None, ds: UserDataset):
@@ -124,8 +121,8 @@ class SparkEngine(Engine):
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        if isinstance(source, (str, Path)):  # labels read off the data: person and item as text, not inferred
-            df = self.read(source, infer=not text_columns(columns, domain))
+        if isinstance(source, (str, Path)):  # a CSV's columns are text, never typed by what other rows hold
+            df = self.read(source, infer=False)
         elif isinstance(source, DataFrame):
             df = source
         else:
@@ -136,6 +133,8 @@ class SparkEngine(Engine):
         if missing:
             raise DataError(f"column(s) {missing} not found; the DataFrame has columns {df.columns}")
         df = df.select(*columns.names)
+        if any(isinstance(df.schema[c].dataType, T.StringType) for c in columns.points):
+            df = self._numeric_points(df, columns)  # read as text: a coordinate that is no number is refused
         cond = None
         for c in columns.names:
             e = F.col(c).isNull()
@@ -157,6 +156,20 @@ class SparkEngine(Engine):
                         f"coordinate column {c!r} has type {df.schema[c].dataType.simpleString()}; it must be numeric"
                     )
         return SparkTable(df, columns, domain)
+
+    @staticmethod
+    def _numeric_points(df: DataFrame, columns: Columns) -> DataFrame:
+        """The coordinate columns given as text cast to doubles; a value that is no number is refused."""
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        for c in columns.points:
+            if isinstance(df.schema[c].dataType, T.StringType):
+                bad = df.filter(F.col(c).isNotNull() & F.col(c).cast("double").isNull()).limit(1).count()
+                if bad:
+                    raise DataError(f"coordinate column {c!r} holds values that are not numbers; it must be numeric")
+                df = df.withColumn(c, F.col(c).cast("double"))
+        return df
 
     @staticmethod
     def _tokenized(df: DataFrame, columns: Columns) -> DataFrame:
