@@ -237,6 +237,21 @@ def audit_itemwise(
     )
 
 
+def audit_frequency(
+    space: Any, alpha: float, delta_prime: float, m: int, n: int | None = None, randomizer: str = "auto",
+    max_pairs: int = 400,
+) -> AuditResult:  # fmt: skip
+    """Exact audit of :func:`userdp.dem.freq_est_local` on a small finite metric: the randomizer and its
+    calibration are the release's own (:func:`userdp.dem.frequency.frequency_randomizer`), the released
+    multisets are audited by :func:`audit_itemwise` against the guarantee the release returns (the estimate
+    is post-processing of them)."""
+    from .dem.frequency import frequency_randomizer
+
+    rz, _ = frequency_randomizer(space, alpha, delta_prime, int(m), n, randomizer)
+    name = f"FreqEstLocal ({type(rz).__name__}, m = {m}, {'local' if n is None else 'central'})"
+    return audit_itemwise(rz, int(m), n, delta_prime, max_pairs, name=name)
+
+
 def audit_sampled(
     P: np.ndarray,
     space,

@@ -12,10 +12,11 @@ import pytest
 from userdp import releases
 from userdp.data import BoxDomain, FiniteDomain
 from userdp.engines import ChunkedEngine
-from userdp.metrics import ClusteredMetric, GreatCircleMetric
+from userdp.metrics import ClusteredMetric, FiniteMetric, GreatCircleMetric
 
 BOX = BoxDomain.latlon(40.69, 40.76, -74.01, -73.94)
 SPACE = ClusteredMetric(3, 4, 0.2)
+LINE = FiniteMetric(np.abs(np.arange(12.0)[:, None] - np.arange(12.0)[None, :]))  # the 12 labels on a line
 LABELS = [f"{c}{i}" for c in "ABC" for i in range(4)]
 DOMAIN = FiniteDomain(np.array(LABELS, dtype=object))
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran"]
@@ -88,6 +89,12 @@ RELEASES = {
         True,
         lambda src, eng, rng=5: releases.itemwise(
             src, SPACE, DOMAIN, 4.0, model="central", delta=1e-6, engine=eng, rng=rng
+        ),
+    ),
+    "frequency, exponential randomizer on a line metric": (
+        False,
+        lambda src, eng, rng=5: releases.frequency(
+            src, LINE, DOMAIN, 40.0, delta=1e-6, samples=4, engine=eng, rng=rng
         ),
     ),
     "frequency, local, BoundedEMDReduction": (

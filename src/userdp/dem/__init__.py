@@ -7,8 +7,10 @@
 """
 
 from .frequency import (
+    demd_error,
     freq_est_gkrr,
     freq_est_hadamard,
+    freq_est_local,
     freq_laplace_central,
     laplace_histogram,
     project_simplex,
@@ -26,8 +28,10 @@ __all__ = [
     "KNormRandomizer",
     "PlanarLaplace",
     "embedding_lipschitz",
+    "demd_error",
     "freq_est_gkrr",
     "freq_est_hadamard",
+    "freq_est_local",
     "freq_laplace_central",
     "itemwise_guarantee",
     "laplace_histogram",

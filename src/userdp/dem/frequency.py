@@ -1,5 +1,6 @@
-"""Frequency estimation on the clustered metric (Imola et al., section 6.2): FreqEstLocal (Algorithm 4)
-with GKRR under d_EM-DP, its central/shuffle version (Corollary 6.8), and the user-level DP baselines:
+"""Frequency estimation (Imola et al., section 6): FreqEstLocal (Algorithm 4) under d_EM-DP with GKRR on the
+clustered metric (section 6.2) or the exponential randomizer on any finite metric (Theorem 6.5), its
+central/shuffle version (Corollary 6.8), and the user-level DP baselines:
 Hadamard response in the local model (Lemma 6.4) and the Laplace mechanism in the central model
 (Lemma 6.7).
 """
@@ -7,6 +8,7 @@ Hadamard response in the local model (Lemma 6.4) and the Laplace mechanism in th
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -14,17 +16,20 @@ from numba import njit
 from ..data import FiniteDomain, UserDataset
 from ..errors import DataError, ParameterError
 from ..metrics.emd import emd, emd_norm
-from ..metrics.spaces import ClusteredMetric
+from ..metrics.spaces import ClusteredMetric, FiniteSpace
 from ..noise import RngLike, add_laplace, calibrate_laplace, resolve_rng
 from ..privacy.accounting import REQUEST_RTOL, calibrate
 from ..privacy.guarantees import ApproxDP, Model, Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
 from .itemwise import priv_emd_itemwise
-from .randomizers import GKRR
+from .randomizers import GKRR, ExponentialRandomizer
 
 __all__ = [
     "project_simplex",
     "freq_est_gkrr",
+    "freq_est_local",
+    "frequency_randomizer",
+    "right_inverse_estimate",
     "hadamard_weights",
     "hadamard_transition_matrix",
     "hadamard_response",
@@ -50,31 +55,100 @@ def project_simplex(v: np.ndarray) -> np.ndarray:
     return np.maximum(v - theta, 0.0)
 
 
-def demd_error(estimate: np.ndarray, truth: np.ndarray, space: ClusteredMetric) -> float:
-    """``d_EM`` between an estimate and the true histogram on the clustered metric (closed form); a signed
+def demd_error(estimate: np.ndarray, truth: np.ndarray, space: FiniteSpace) -> float:
+    """``d_EM`` between an estimate and the true histogram on a finite metric (closed form on the clustered
+    metric, exact transport otherwise); a signed
     estimate (the raw unbiased one) is compared with the EMD norm of the difference."""
     if np.any(estimate < 0):
         return emd_norm(estimate - truth, space)
     return emd(estimate, truth, space)
 
 
-def freq_est_gkrr(
+def right_inverse_estimate(A: np.ndarray, v: np.ndarray, rcond: float = 1e-10) -> tuple[np.ndarray, dict]:
+    """``H`` with ``H A = v`` for a row-stochastic transition matrix ``A[x, y] = P[A(x) = y]`` (Algorithm 4's
+    ``v B`` with ``B`` a right inverse of ``A``).
+
+    * **exact** when ``A`` is well conditioned (``cond(A) <= 1 / rcond``): the square system solved by LU
+      with partial pivoting, ``B = A^{-1}``, so ``E[H]`` is the true histogram (unbiased, up to float
+      rounding: the residual ``||H A - v||`` is checked);
+    * **stable** otherwise: the minimum-norm least-squares solution with the singular values below
+      ``rcond * s_max`` dropped (truncated SVD). It is biased (the dropped directions are set to 0) but its
+      variance stays bounded where ``A^{-1}`` would multiply the noise by ``cond(A)``.
+
+    Returns ``(H, info)`` with ``info = {"inverse": "exact" | "truncated SVD", "condition": cond(A),
+    "rank": r}``. Post-processing: the privacy of ``v`` is unchanged.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    k = A.shape[0]
+    if A.ndim != 2 or A.shape != (k, k) or v.shape != (k,):
+        raise DataError("a square transition matrix and a histogram of its size are needed")
+    u, sv, vt = np.linalg.svd(A)
+    cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
+    if cond <= 1.0 / rcond:
+        from scipy.linalg import lu_factor, lu_solve
+
+        H = lu_solve(lu_factor(A.T), v)  # H A = v  <=>  A^T H^T = v^T
+        if np.linalg.norm(H @ A - v, 1) > 1e-6 * max(1.0, np.abs(v).sum()):  # pragma: no cover - cond checked
+            raise ParameterError("the transition matrix could not be inverted accurately")
+        return H, {"inverse": "exact", "condition": cond, "rank": k}
+    keep = sv >= rcond * sv[0]
+    r = int(keep.sum())
+    # A = U S V^T, so H A = v  =>  H = v V S^+ U^T restricted to the kept singular directions
+    H = ((v @ vt[:r].T) / sv[:r]) @ u[:, :r].T
+    return H, {"inverse": "truncated SVD", "condition": cond, "rank": r}
+
+
+def check_randomizer(space: Any, randomizer: str = "auto") -> bool:
+    """Refuse a randomizer that does not fit the metric (public parameters, before any data); True for GKRR."""
+    if randomizer not in ("auto", "gkrr", "exponential"):
+        raise ParameterError(f"randomizer must be auto, gkrr or exponential, got {randomizer!r}")
+    if not isinstance(space, FiniteSpace):
+        raise ParameterError("frequency estimation needs a finite metric space")
+    use_gkrr = randomizer == "gkrr" or (randomizer == "auto" and isinstance(space, ClusteredMetric))
+    if use_gkrr and not isinstance(space, ClusteredMetric):
+        raise ParameterError("GKRR needs a ClusteredMetric; use randomizer='exponential' on other finite metrics")
+    return use_gkrr
+
+
+def frequency_randomizer(
+    space: FiniteSpace, alpha: float, delta_prime: float, m: int, n: int | None, randomizer: str = "auto",
+    numerical: bool = False,
+):  # fmt: skip
+    """The item randomizer of :func:`freq_est_local` and its calibration: ``alpha_0`` is the accountant's best
+    for ``(alpha, delta')`` with ``m`` items per user (Theorem 4.4 holds for any ``(alpha_0, 0)``
+    ``d_X``-DP randomizer; central/shuffle with ``n`` users), capped at 40. ``randomizer``: ``"gkrr"``
+    (clustered metrics only), ``"exponential"`` (:class:`ExponentialRandomizer`, any finite metric) or
+    ``"auto"`` (GKRR on a clustered metric, else exponential)."""
+    use_gkrr = check_randomizer(space, randomizer)
+    cal = calibrate(alpha, delta_prime, m, n=n, numerical=numerical)
+    a0 = min(cal.alpha0, 40.0)
+    return (GKRR(space, a0) if use_gkrr else ExponentialRandomizer(space, a0)), cal
+
+
+def freq_est_local(
     ds: UserDataset,
-    space: ClusteredMetric,
+    space: FiniteSpace,
     alpha: float,
     delta_prime: float,
     model: Model | str = Model.LOCAL,
+    randomizer: str = "auto",
     numerical: bool = False,
     rng: RngLike = None,
     allow_weaker: bool = False,
 ) -> Release:
-    """FreqEstLocal (Algorithm 4) with ``A = GKRR_{alpha_0}`` under ``(alpha, delta')``-bounded d_EM-DP.
+    """FreqEstLocal (Algorithm 4) under ``(alpha, delta')``-bounded d_EM-DP on any finite metric.
 
-    ``alpha_0`` is the accountant's best calibration for the target (Theorem 4.4, Eq. (6)/(7) or
+    Every item is randomized by an ``alpha_0``-``d_X``-DP randomizer (:func:`frequency_randomizer`: GKRR on
+    the clustered metric, as in section 6.2, or the exponential randomizer ``P(y | x) ∝ exp(-alpha_0 d(x, y)
+    / 2)`` on any finite metric, which the paper's Theorem 6.5 allows: "any mechanism A satisfying
+    (alpha_0, 0) d_X-DP"); ``alpha_0`` is the accountant's best calibration (Theorem 4.4, Eq. (6)/(7) or
     composition; the numerical bound too if ``numerical``); ``delta_prime = 0`` asks for a pure guarantee
     (composition). Local: every user releases their randomized multiset; central (Corollary 6.8): one
-    shuffle of all ``m n`` items. The estimate is the unbiased ``H = v A^{-1}`` (closed form) projected onto
-    the simplex (post-processing); ``extras["unbiased"]`` is ``H`` itself.
+    shuffle of all ``m n`` items. The estimate is ``H = v B`` with ``B`` a right inverse of the transition
+    matrix -- GKRR's closed form, else :func:`right_inverse_estimate` (exact when well conditioned, a
+    truncated SVD otherwise; ``params["inverse"]`` says which) -- projected onto the simplex
+    (post-processing); ``extras["unbiased"]`` is ``H`` itself.
 
     The release's realized guarantee is compared with the request: an alpha above
     ``alpha * (1 + REQUEST_RTOL)`` or a delta' above ``delta_prime`` is refused with a
@@ -87,10 +161,10 @@ def freq_est_gkrr(
     mdl = Model(model)
     m = ds.require_equal_sizes()
     n = ds.n_users
-    cal = calibrate(alpha, delta_prime, m, n=n if mdl is Model.CENTRAL else None, numerical=numerical)
+    rz, cal = frequency_randomizer(space, alpha, delta_prime, m, n if mdl is Model.CENTRAL else None, randomizer,
+                                   numerical)  # fmt: skip
     target = cal.delta_prime_target
-    gk = GKRR(space, min(cal.alpha0, 40.0))
-    rel = priv_emd_itemwise(ds, gk, mdl, target, cal.route == "numerical", rng, inner_delta=cal.best.delta or None)
+    rel = priv_emd_itemwise(ds, rz, mdl, target, cal.route == "numerical", rng, inner_delta=cal.best.delta or None)
     g = rel.guarantee
     weaker = g.alpha > alpha * (1 + REQUEST_RTOL) or g.delta > target
     if weaker and not allow_weaker:
@@ -100,20 +174,43 @@ def freq_est_gkrr(
             "to release the weaker guarantee"
         )
     v = rel.extras["histogram"]
-    H = gk.unbiased_estimate(v)
+    if isinstance(rz, GKRR):
+        H, info = rz.unbiased_estimate(v), {"inverse": "exact (closed form)"}
+    else:
+        H, info = right_inverse_estimate(rz.transition_matrix(), v)
     est = project_simplex(H)
     params = dict(rel.params)
     params.update(
-        {"alpha": float(alpha), "delta_prime": target, "route": rel.params["route"], "weaker_than_requested": weaker}
-    )
+        {"alpha": float(alpha), "delta_prime": target, "route": rel.params["route"], "weaker_than_requested": weaker,
+         "randomizer": type(rz).__name__, **info}
+    )  # fmt: skip
+    name = "GKRR" if isinstance(rz, GKRR) else "exponential randomizer"
+    bound = "Theorem 6.6 / Corollary 6.8" if isinstance(rz, GKRR) else "Theorem 6.5 (with B = the inverse used)"
     return Release(
         est,
         g,
-        f"FreqEst{'Local' if mdl is Model.LOCAL else ' (central, Corollary 6.8)'} + GKRR (Algorithm 4)",
+        f"FreqEst{'Local' if mdl is Model.LOCAL else ' (central, Corollary 6.8)'} + {name} (Algorithm 4)",
         params,
-        ErrorStatement("unbiased before projection; see Theorem 6.6 / Corollary 6.8 for the d_EM error bound"),
-        {"unbiased": H, "alpha0": gk.realized_alpha0, "calibration": cal},
+        ErrorStatement(f"unbiased before projection (exact inverse); see {bound} for the d_EM error bound"),
+        {"unbiased": H, "alpha0": rz.realized_alpha0, "calibration": cal},
     )
+
+
+def freq_est_gkrr(
+    ds: UserDataset,
+    space: ClusteredMetric,
+    alpha: float,
+    delta_prime: float,
+    model: Model | str = Model.LOCAL,
+    numerical: bool = False,
+    rng: RngLike = None,
+    allow_weaker: bool = False,
+) -> Release:
+    """FreqEstLocal (Algorithm 4) with ``A = GKRR_{alpha_0}`` on the clustered metric: :func:`freq_est_local`
+    with ``randomizer="gkrr"`` (the estimate ``H = v A^{-1}`` in GKRR's closed form)."""
+    if not isinstance(space, ClusteredMetric):
+        raise ParameterError("GKRR needs a ClusteredMetric; use freq_est_local on other finite metrics")
+    return freq_est_local(ds, space, alpha, delta_prime, model, "gkrr", numerical, rng, allow_weaker)
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,13 +17,12 @@ import numpy as np
 
 from ..data import FiniteDomain, table_of
 from ..dem import GKRR, itemwise_guarantee, linear_release, project_simplex
-from ..dem.frequency import gkrr_interval_halfwidth
+from ..dem.frequency import check_randomizer, frequency_randomizer, gkrr_interval_halfwidth, right_inverse_estimate
 from ..dem.linear import _check_linear
 from ..engines import Columns, Engine, get_engine
 from ..errors import DataError, ParameterError
-from ..metrics import ClusteredMetric, GreatCircleMetric, haversine_km
+from ..metrics import ClusteredMetric, FiniteSpace, GreatCircleMetric, haversine_km
 from ..noise import KeyedStreams, RngLike, resolve_rng
-from ..privacy.accounting import calibrate
 from ..privacy.guarantees import Model
 from ..privacy.result import ErrorStatement, Release
 from .request import deliver, plan_request
@@ -158,7 +157,7 @@ def linear(
 
 def _randomized_counts(
     source: Any,
-    space: ClusteredMetric,
+    space: FiniteSpace,
     domain: FiniteDomain,
     alpha: float,
     delta: float | None,
@@ -170,15 +169,18 @@ def _randomized_counts(
     item: str,
     engine: Engine | str | None,
     rng: RngLike,
+    randomizer: str = "auto",
 ):
-    """The shared data path of PrivEMDItemWise and frequency estimation: the keyed GKRR randomization of every
-    item and the count histogram of the released multisets, with the delivered guarantee."""
+    """The shared data path of PrivEMDItemWise and frequency estimation: the keyed randomization of every item
+    (GKRR on a clustered metric, else the exponential randomizer: :func:`userdp.dem.frequency.frequency_randomizer`)
+    and the count histogram of the released multisets, with the delivered guarantee."""
     req = plan_request(alpha, delta, samples, r)
     mdl = Model(model)
     if not isinstance(domain, FiniteDomain) or not domain.public:
         raise DataError("this release needs the public item domain (FiniteDomain(labels))")
     if len(domain) != space.size:
         raise ParameterError(f"the domain has {len(domain)} items but the metric has {space.size}")
+    check_randomizer(space, randomizer)  # the metric and the randomizer, before any data
     eng = get_engine(engine)
     data = eng.load(source, Columns(user, item), domain)
     src = resolve_rng(rng)
@@ -188,8 +190,7 @@ def _randomized_counts(
     sizes = eng.user_sizes(data)
     m = sizes.equal()
     n = sizes.users if mdl is Model.CENTRAL else None
-    cal = calibrate(req.inner_alpha, req.inner_delta, m, n=n)
-    gk = GKRR(space, min(cal.alpha0, 40.0))
+    gk, cal = frequency_randomizer(space, req.inner_alpha, req.inner_delta, m, n, randomizer)
     counts = eng.histogram_sum(eng.randomize_keyed(data, gk, streams, m=m), normalize=False)
     if counts.sum() != m * sizes.users:  # the source changed between passes (a re-read file or stream)
         raise DataError("the input changed while it was read; nothing was released")
@@ -202,7 +203,7 @@ def _randomized_counts(
 
 def itemwise(
     source: Any,
-    space: ClusteredMetric,
+    space: FiniteSpace,
     domain: FiniteDomain,
     alpha: float,
     *,
@@ -216,8 +217,11 @@ def itemwise(
     engine: Engine | str | None = None,
     rng: RngLike = None,
     beta: float = 0.05,
+    randomizer: str = "auto",
 ) -> Release:
-    """PrivEMDItemWise (Algorithm 2) with GKRR on the clustered metric ``space`` over the public ``domain``.
+    """PrivEMDItemWise (Algorithm 2) on the finite metric ``space`` over the public ``domain``: GKRR on a
+    clustered metric, the exponential randomizer on any other (``randomizer``: ``"auto"``, ``"gkrr"`` or
+    ``"exponential"``; :func:`userdp.dem.frequency.frequency_randomizer`).
 
     Every user's items are randomized with the user's keyed stream; the value is the histogram of all released
     items (normalized), which is the released multisets' content. ``alpha_0`` is the accountant's best
@@ -231,11 +235,13 @@ def itemwise(
     """
     _check_beta(beta)
     gk, counts, g, params, fields = _randomized_counts(
-        source, space, domain, alpha, delta, model, samples, r, allow_weaker, user, item, engine, rng
+        source, space, domain, alpha, delta, model, samples, r, allow_weaker, user, item, engine, rng, randomizer
     )
     hist = counts / counts.sum()
     err, ci = _intervals(gk, counts, samples, beta)
-    extras = {"counts": counts, "unbiased": gk.unbiased_estimate(hist), **ci, **fields}
+    H, info = _unbiased(gk, hist)
+    params.update(info)
+    extras = {"counts": counts, "unbiased": H, **ci, **fields}
     return Release(hist, g, "PrivEMDItemWise (Algorithm 2)", params, err, extras)
 
 
@@ -244,9 +250,25 @@ def _check_beta(beta: float) -> None:
         raise ParameterError(f"beta (the intervals' failure probability) must lie in (0, 1), got {beta!r}")
 
 
-def _intervals(gk: GKRR, counts: np.ndarray, samples: int | None, beta: float):
+def _unbiased(rz: Any, hist: np.ndarray) -> tuple[np.ndarray, dict]:
+    """Algorithm 4's ``H = v B``: GKRR's closed-form inverse, else :func:`~userdp.dem.frequency.right_inverse_estimate`
+    (exact when well conditioned, a truncated SVD otherwise; the info says which)."""
+    if isinstance(rz, GKRR):
+        return rz.unbiased_estimate(hist), {"randomizer": "GKRR", "inverse": "exact (closed form)"}
+    H, info = right_inverse_estimate(rz.transition_matrix(), hist)
+    return H, {"randomizer": type(rz).__name__, **info}
+
+
+def _intervals(rz: Any, counts: np.ndarray, samples: int | None, beta: float):
     """The error statement and the interval extras of a GKRR histogram of ``counts.sum()`` randomized items
-    (public under d_EM-DP, whose neighbouring datasets have the same users and sizes)."""
+    (public under d_EM-DP, whose neighbouring datasets have the same users and sizes); other randomizers state
+    their noise law without intervals."""
+    if not isinstance(rz, GKRR):
+        return ErrorStatement(
+            f"the exponential randomizer's exact law at alpha_0 = {rz.realized_alpha0:.4g} on every item; no "
+            "simultaneous intervals (their Bernstein bound is derived for GKRR)"
+        ), {}
+    gk = rz
     w = gkrr_interval_halfwidth(gk, int(counts.sum()), beta, sampled=samples is not None)
     target = "users' average item shares" if samples is not None else "histogram of all items"
     err = ErrorStatement(
@@ -260,7 +282,7 @@ def _intervals(gk: GKRR, counts: np.ndarray, samples: int | None, beta: float):
 
 def frequency(
     source: Any,
-    space: ClusteredMetric,
+    space: FiniteSpace,
     domain: FiniteDomain,
     alpha: float,
     *,
@@ -274,18 +296,23 @@ def frequency(
     engine: Engine | str | None = None,
     rng: RngLike = None,
     beta: float = 0.05,
+    randomizer: str = "auto",
 ) -> Release:
-    """Frequency estimation (FreqEstLocal, Algorithm 4; central: Corollary 6.8) with GKRR: the unbiased
-    estimate ``H = v A^{-1}`` of the released histogram ``v``, projected onto the simplex (Theorem 6.6 /
+    """Frequency estimation (FreqEstLocal, Algorithm 4; central: Corollary 6.8) with GKRR or, on any finite
+    metric, the exponential randomizer: the unbiased estimate ``H = v B`` (``B`` a right inverse of the
+    transition matrix: GKRR's closed form, else exact when well conditioned and a truncated SVD otherwise,
+    ``params["inverse"]``) of the released histogram ``v``, projected onto the simplex (Theorems 6.5-6.6 and
     Corollary 6.8 bound its d_EM error). The extras carry ``unbiased`` (``H`` before the projection) and the
     ``interval_halfwidth`` of simultaneous ``1 - beta`` confidence intervals around it. Parameters as in
     :func:`itemwise`."""
     _check_beta(beta)
     gk, counts, g, params, fields = _randomized_counts(
-        source, space, domain, alpha, delta, model, samples, r, allow_weaker, user, item, engine, rng
+        source, space, domain, alpha, delta, model, samples, r, allow_weaker, user, item, engine, rng, randomizer
     )
-    H = gk.unbiased_estimate(counts / counts.sum())
+    H, info = _unbiased(gk, counts / counts.sum())
+    params.update(info)
     central = Model(model) is Model.CENTRAL
-    name = f"FreqEst{' (central, Corollary 6.8)' if central else 'Local'} + GKRR (Algorithm 4)"
+    kind = "GKRR" if isinstance(gk, GKRR) else "exponential randomizer"
+    name = f"FreqEst{' (central, Corollary 6.8)' if central else 'Local'} + {kind} (Algorithm 4)"
     err, ci = _intervals(gk, counts, samples, beta)
     return Release(project_simplex(H), g, name, params, err, {"unbiased": H, **ci, **fields})
