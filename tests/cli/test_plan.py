@@ -26,10 +26,37 @@ def test_plan_vocabulary(capsys):
     assert "an item held by 40 persons" in got and "released with probability 0.9" in got
 
 
+def test_plan_distinct_linear_frequency_heatmap(capsys):
+    """Every release has a plan on the command line; the figures are the library's."""
+    sizes = ["--persons", "404", "--distinct", "1492", "--items-per-person", "21.8"]
+    assert main(["plan", "distinct", "--epsilon", "1", *sizes, "--max-items-bound", "100", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = plan.distinct(1.0, persons=404, distinct=1492, items_per_person=21.8, max_items=100)
+    assert got["median error"] == f"{want.median:.4g}" and "Theorem 1.1 / Eq. (8) bound" in got
+    assert main(["plan", "distinct", "--target", "0.05", *sizes, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["smallest epsilon"] > 1
+    assert main(["plan", "linear", "--alpha", "25", "--persons", "1083", "--unit", "52.4", "--unit-name", "km",
+                 "--json"]) == 0  # fmt: skip
+    got = json.loads(capsys.readouterr().out)
+    assert got["median error"] == f"{plan.linear(25.0, persons=1083).median * 52.4:.4g} km"
+    assert main(["plan", "frequency", "--alpha", "100", "--delta", "1e-6", "--persons", "500", "--items-per-person",
+                 "20", "--clusters", "4", "--cluster-size", "3", "--r", "0.25", "--json"]) == 0  # fmt: skip
+    assert "Theorem 6.6 / Corollary 6.8 (expectation bound)" in json.loads(capsys.readouterr().out)
+    assert main(["plan", "heatmap", "--epsilon", "1", "--grid", "16", "--persons", "300", "--points-per-person",
+                 "5", "--json"]) == 0  # fmt: skip
+    assert "Theorem 3.1 (order only)" in json.loads(capsys.readouterr().out)
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["plan", "counts"], "--epsilon"),
+        (["plan", "distinct", "--epsilon", "1", "--persons", "10"], "--distinct, --items-per-person"),
+        (["plan", "linear", "--epsilon", "1", "--persons", "10"], "--alpha"),
+        (["plan", "heatmap", "--epsilon", "1", "--persons", "10", "--points-per-person", "3", "--algorithm", "x"],
+         "unknown heatmap algorithm"),
+        (["plan", "distinct", "--epsilon", "1", "--persons", "10", "--distinct", "1000", "--items-per-person", "2"],
+         "cannot hold"),
         (["plan", "counts", "--epsilon", "1", "--target", "3"], "not both"),
         (["plan", "vocabulary", "--epsilon", "1"], "--delta"),
         (["plan", "counts", "--target", "1e-9"], "no epsilon"),

@@ -163,3 +163,20 @@ def test_the_html_loads_in_headless_chromium_without_errors(demo):
             assert problems == []
         finally:
             browser.close()
+
+
+def test_the_planning_section_predicts_every_release_within_2x_of_this_run(demo):
+    """Issue 19: the demo states, before each release, the error userdp.plan predicts from public sizes, next
+    to the error this run measured; on the bundled data every predicted median is within 2x of the measured
+    error (the 90% quantile bounds it, with some slack for one run's noise) and the HTML says it in words."""
+    _, report, page = demo
+    rows = report["planning"]["rows"]
+    assert [r["release"] for r in rows] == ["DP heatmap (auto)", "distinct count", "d_EM frequency (GKRR)",
+                                            "PrivEMDLinear"]  # fmt: skip
+    for r in rows:
+        assert r["predicted median"] <= r["predicted 90%"]
+        assert 0.25 <= r["measured (this run)"] / r["predicted median"] <= 2.5, r
+    text = _text(page)
+    assert "Planning: the error predicted before the release" in text
+    assert "PrivEMDLinear: ||released average - true average|| is at most" in text
+    assert " km with probability 0.9" in text

@@ -7,58 +7,167 @@ import argparse
 
 from .. import plan
 from ..errors import ParameterError
-from .common import DELTA, EPSILON, number, report
+from .common import DELTA, EPSILON, PROBABILITY, number, report
 from .counts import bounds_pair
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
-    conf = args.confidence
-    if (args.epsilon is None) == (args.target is None):
-        raise ParameterError("pass --epsilon (the error it gives) or --target (the epsilon it needs), not both")
-    delta = args.delta or 0.0
+def _parameter(args: argparse.Namespace, name: str) -> None:
+    """Exactly one of ``--<name>`` (predict the error at it) and ``--target`` (the smallest one reaching it)."""
+    if (getattr(args, name) is None) == (args.target is None):
+        raise ParameterError(f"pass --{name} (the error it gives) or --target (the {name} it needs), not both")
+
+
+def _need(args: argparse.Namespace, *names: str) -> None:
+    missing = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is None]
+    if missing:
+        raise ParameterError(f"plan {args.release} needs {', '.join(missing)} (public estimates)")
+
+
+def _errors(p: plan.Prediction, conf: float, at: str, unit: float = 1.0, suffix: str = "") -> dict:
+    return {
+        "median error": f"{p.median * unit:.4g}{suffix}",
+        f"error at confidence {conf:g}": f"{p.quantiles[conf] * unit:.4g}{suffix}",
+        "in words": f"at {at}: {p.quantity} is at most {p.quantiles[conf] * unit:.4g}{suffix} "
+        f"with probability {conf:g}",
+        "basis": p.basis,
+    }
+
+
+def _counts(args, conf, delta) -> dict:
+    _parameter(args, "epsilon")
+    l0, linf = args.bounds
+    kw = {"l0": l0, "linf": linf, "n_keys": args.keys, "noise": args.noise}
     out: dict = {}
-    if args.release == "counts":
-        l0, linf = args.bounds
-        kw = {"l0": l0, "linf": linf, "n_keys": args.keys, "noise": args.noise}
-        eps = args.epsilon
-        if args.target is not None:
-            eps = plan.key_counts_epsilon(args.target, conf, delta, **kw)
-            out["smallest epsilon"] = eps
-        p = plan.key_counts(eps, delta, confidence=conf, **kw)
-        out.update({
-            "at epsilon": eps,
-            "median error": p.median,
-            f"error at confidence {conf:g}": p.quantiles[conf],
-            "in words": f"at epsilon {eps:.3g}: {p.sentence(conf)}",
-            "basis": p.basis + "; records beyond the bounds are dropped too (a bias the data decide)",
-        })  # fmt: skip
-    else:
-        kw = {"max_items": args.max_items, "noise": args.noise, "count_fraction": args.count_fraction}
-        if not delta:
-            raise ParameterError("a vocabulary needs --delta (e.g. 1e-6)")
-        eps = args.epsilon
-        if args.target is not None:
-            eps = plan.vocabulary_epsilon(int(args.target), conf, delta, **kw)
-            out["smallest epsilon"] = eps
-        p = plan.vocabulary(eps, delta, persons=args.persons, confidence=conf, **kw)
-        need = p.extra["weight needed"]
-        new = p.extra["new item released at most"]
-        held = {}
-        if args.persons:
-            held[f"an item held by {args.persons} persons"] = (
-                f"released with probability {p.extra['release probability']:.3g}"
-            )
-        out.update({
-            "at epsilon": eps,
-            "released with probability 1/2": f"an item held by {need[0.5]:.3g} persons (one item each)",
-            f"released with probability {conf:g}": f"an item held by {need[conf]:.3g} persons (one item each)",
-            "an item only one person holds": f"released with probability at most {new:.3g}",
-            **held,
-            **({f"count error at confidence {conf:g}": p.quantiles[conf]} if p.quantiles else {}),
-            "basis": p.basis,
-        })  # fmt: skip
+    eps = args.epsilon
+    if args.target is not None:
+        eps = out["smallest epsilon"] = plan.key_counts_epsilon(args.target, conf, delta, **kw)
+    p = plan.key_counts(eps, delta, confidence=conf, **kw)
+    out.update({
+        "at epsilon": eps,
+        "median error": p.median,
+        f"error at confidence {conf:g}": p.quantiles[conf],
+        "in words": f"at epsilon {eps:.3g}: {p.sentence(conf)}",
+        "basis": p.basis + "; records beyond the bounds are dropped too (a bias the data decide)",
+    })  # fmt: skip
+    return out
+
+
+def _vocabulary(args, conf, delta) -> dict:
+    _parameter(args, "epsilon")
+    kw = {"max_items": args.max_items, "noise": args.noise, "count_fraction": args.count_fraction}
+    if not delta:
+        raise ParameterError("a vocabulary needs --delta (e.g. 1e-6)")
+    out: dict = {}
+    eps = args.epsilon
+    if args.target is not None:
+        eps = out["smallest epsilon"] = plan.vocabulary_epsilon(int(args.target), conf, delta, **kw)
+    p = plan.vocabulary(eps, delta, persons=args.persons, confidence=conf, **kw)
+    need = p.extra["weight needed"]
+    new = p.extra["new item released at most"]
+    held = {}
+    if args.persons:
+        held[f"an item held by {args.persons} persons"] = (
+            f"released with probability {p.extra['release probability']:.3g}"
+        )
+    out.update({
+        "at epsilon": eps,
+        "released with probability 1/2": f"an item held by {need[0.5]:.3g} persons (one item each)",
+        f"released with probability {conf:g}": f"an item held by {need[conf]:.3g} persons (one item each)",
+        "an item only one person holds": f"released with probability at most {new:.3g}",
+        **held,
+        **({f"count error at confidence {conf:g}": p.quantiles[conf]} if p.quantiles else {}),
+        "basis": p.basis,
+    })  # fmt: skip
+    return out
+
+
+def _distinct(args, conf, delta) -> dict:
+    _parameter(args, "epsilon")
+    _need(args, "persons", "distinct", "items_per_person")
+    kw = {"beta": args.beta, "l_max": args.l_max, "persons": args.persons, "distinct": args.distinct,
+          "items_per_person": args.items_per_person, "zipf": args.zipf, "spread": args.spread}  # fmt: skip
+    out: dict = {}
+    eps = args.epsilon
+    if args.target is not None:
+        eps = out["smallest epsilon"] = plan.distinct_epsilon(args.target, conf, **kw)
+    p = plan.distinct(eps, confidence=conf, max_items=args.max_items_bound, **kw)
+    rel = p.extra["relative"]
+    out.update({"at epsilon": eps, **_errors(p, conf, f"epsilon {eps:.3g}")})
+    out["relative error"] = f"median {100 * rel[0.5]:.2f}%, {100 * rel[conf]:.2f}% with probability {conf:g}"
+    if "theorem bound" in p.extra:
+        out["Theorem 1.1 / Eq. (8) bound"] = (
+            f"{p.extra['theorem bound']:.4g} with probability {p.extra['theorem confidence']:g} (any data with at "
+            f"most {args.max_items_bound} elements per person)"
+        )
+    return out
+
+
+def _linear(args, conf, delta) -> dict:
+    _parameter(args, "alpha")
+    _need(args, "persons")
+    kw = {"persons": args.persons, "lipschitz": args.lipschitz, "dim": args.dim, "model": args.model,
+          "delta": args.delta, "samples": args.samples, "r": args.r}  # fmt: skip
+    out: dict = {}
+    alpha = args.alpha
+    if args.target is not None:
+        alpha = out["smallest alpha"] = plan.linear_alpha(args.target / args.unit, conf, **kw)
+    p = plan.linear(alpha, confidence=conf, **kw)
+    suffix = f" {args.unit_name}" if args.unit_name else ""
+    out.update({"at alpha": alpha, **_errors(p, conf, f"alpha {alpha:.3g}", args.unit, suffix)})
+    return out
+
+
+def _frequency(args, conf, delta) -> dict:
+    _parameter(args, "alpha")
+    _need(args, "persons", "items_per_person", "clusters", "cluster_size")
+    kw = {"persons": args.persons, "items_per_person": int(args.items_per_person), "clusters": args.clusters,
+          "cluster_size": args.cluster_size, "r": args.r, "delta": args.delta, "model": args.model}  # fmt: skip
+    out: dict = {}
+    alpha = args.alpha
+    if args.target is not None:
+        alpha = out["smallest alpha"] = plan.frequency_alpha(args.target, conf, **kw)
+    p = plan.frequency(alpha, confidence=conf, **kw)
+    out.update({"at alpha": alpha, **_errors(p, conf, f"alpha {alpha:.3g}")})
+    out["Theorem 6.6 / Corollary 6.8 (expectation bound)"] = f"{p.extra['theorem']:.4g}"
+    return out
+
+
+def _heatmap(args, conf, delta) -> dict:
+    _parameter(args, "epsilon")
+    _need(args, "persons", "points_per_person")
+    kw = {"shape": args.shape, "persons": args.persons, "points_per_person": args.points_per_person,
+          "algorithm": args.algorithm}  # fmt: skip
+    out: dict = {}
+    eps = args.epsilon
+    if args.target is not None:
+        eps = out["smallest epsilon"] = plan.heatmap_epsilon(args.target, conf, **kw)
+    p = plan.heatmap(eps, confidence=conf, **kw)
+    out.update({"at epsilon": eps, **_errors(p, conf, f"epsilon {eps:.3g}")})
+    out["Theorem 3.1 (order only)"] = f"sqrt(w) / (epsilon n) = {p.extra['theorem order']:.3g}"
+    return out
+
+
+_PLANS = {"counts": _counts, "vocabulary": _vocabulary, "distinct": _distinct, "linear": _linear,
+          "frequency": _frequency, "heatmap": _heatmap}  # fmt: skip
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    out = _PLANS[args.release](args, args.confidence, args.delta or 0.0)
     report(args, f"plan: {args.release} (predicted from public parameters; no data read)", out)
     return 0
+
+
+def _shape(text: str) -> tuple[int, int]:
+    parts = text.split(",")
+    if len(parts) == 1:
+        parts = parts * 2
+    try:
+        rows, cols = (int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a grid is ROWS,COLS or N, got {text!r}") from None
+    if len(parts) != 2 or not (1 <= rows <= 4096 and 1 <= cols <= 4096):
+        raise argparse.ArgumentTypeError(f"a grid is ROWS,COLS (each 1..4096) or N, got {text!r}")
+    return rows, cols
 
 
 def add_parser(sub) -> None:
@@ -67,21 +176,54 @@ def add_parser(sub) -> None:
         help="the predicted error of a release, or the epsilon a target needs (reads no data)",
         epilog="examples:\n  userdp plan counts --epsilon 1 --bounds 8,4 --keys 251\n"
         "  userdp plan counts --target 50 --confidence 0.9 --bounds 8,4\n"
-        "  userdp plan vocabulary --epsilon 1 --delta 1e-6 --persons 40",
+        "  userdp plan vocabulary --epsilon 1 --delta 1e-6 --persons 40\n"
+        "  userdp plan distinct --epsilon 1 --persons 50000 --distinct 100000 --items-per-person 130\n"
+        "  userdp plan linear --alpha 25 --persons 1083 --unit 52.4 --unit-name km\n"
+        "  userdp plan frequency --alpha 100 --delta 1e-6 --persons 1083 --items-per-person 100 \\\n"
+        "      --clusters 16 --cluster-size 9 --r 0.25\n"
+        "  userdp plan heatmap --epsilon 1 --grid 247,256 --persons 1000 --points-per-person 37",
     )
-    pl.add_argument("release", choices=["counts", "vocabulary"], help="which release")
+    pl.add_argument("release", choices=list(_PLANS), help="which release")
     pl.add_argument("--epsilon", type=EPSILON, default=None, help="the epsilon to predict the error at")
+    pl.add_argument("--alpha", type=EPSILON, default=None, help="linear, frequency: the alpha to predict at")
     pl.add_argument("--target", type=number(float, 1e-9, 1e12), default=None,
-                    help="counts: an error in records; vocabulary: a number of persons (one item each)")  # fmt: skip
+                    help="the error to reach (counts: records; vocabulary: persons holding an item; distinct: "
+                    "elements, or a fraction below 1; linear: query units times --unit; frequency, heatmap: "
+                    "d_EM / EMD)")  # fmt: skip
     pl.add_argument("--confidence", type=number(float, 0.01, 0.999999), default=0.9, help="the confidence")
-    pl.add_argument("--delta", type=DELTA, default=None, help="delta (vocabulary; Gaussian counts)")
-    pl.add_argument("--noise", choices=["laplace", "gaussian"], default=None, help="the noise")
+    pl.add_argument("--delta", type=DELTA, default=None, help="delta (vocabulary; Gaussian noise; frequency)")
+    pl.add_argument("--noise", choices=["laplace", "gaussian"], default=None, help="counts, vocabulary: the noise")
     pl.add_argument("--bounds", type=bounds_pair, default=(8, 4), help="counts: L0,LINF")
     pl.add_argument("--keys", type=number(int, 1, 10**9), default=1, help="counts: the number of keys released")
     pl.add_argument("--max-items", type=number(int, 1, 10_000), default=100, help="vocabulary: items per person")
     pl.add_argument("--count-fraction", type=number(float, 0.0, 0.99), default=0.5, help="vocabulary")
     pl.add_argument("--persons", type=number(int, 1, 10**9), default=None,
-                    help="vocabulary: the release probability of an item held by this many persons")  # fmt: skip
+                    help="the number of persons (a public estimate); vocabulary: persons holding an item")  # fmt: skip
+    pl.add_argument("--distinct", type=number(int, 1, 10**10), default=None, help="distinct: distinct elements")
+    pl.add_argument("--items-per-person", type=number(float, 1, 10**7), default=None,
+                    help="distinct, frequency: items per person (mean; frequency: the equal number)")  # fmt: skip
+    pl.add_argument("--beta", type=PROBABILITY, default=0.05, help="distinct: the lower bound's failure probability")
+    pl.add_argument("--l-max", type=number(int, 1, 10_000), default=100, help="distinct: the largest bound tried")
+    pl.add_argument("--max-items-bound", type=number(int, 1, 10_000), default=None,
+                    help="distinct: a public bound on elements per person (adds Theorem 1.1's bound)")  # fmt: skip
+    pl.add_argument("--zipf", type=number(float, 0.8, 3.0), default=1.25,
+                    help="distinct: the elements' Zipf popularity exponent of the simulated curve")  # fmt: skip
+    pl.add_argument("--spread", type=number(float, 0.0, 3.0), default=0.75,
+                    help="distinct: the log-standard deviation of persons' sizes in the simulated curve")  # fmt: skip
+    pl.add_argument("--lipschitz", type=number(float, 1e-12, 1e12), default=1.0, help="linear: the Lipschitz bound")
+    pl.add_argument("--dim", type=number(int, 1, 10_000), default=1, help="linear: the query's dimension")
+    pl.add_argument("--model", choices=["local", "central"], default="local", help="linear, frequency")
+    pl.add_argument("--samples", type=number(int, 1, 10**7), default=None, help="linear: BoundedEMDReduction's s")
+    pl.add_argument("--r", type=number(float, 1e-9, 1.0), default=0.05,
+                    help="frequency: the within-cluster distance; linear: BoundedEMDReduction's r")  # fmt: skip
+    pl.add_argument("--unit", type=number(float, 1e-12, 1e12), default=1.0,
+                    help="linear: multiply the error by this (e.g. the metric's scale in km)")  # fmt: skip
+    pl.add_argument("--unit-name", default="", help="linear: the unit's name (e.g. km)")
+    pl.add_argument("--clusters", type=number(int, 1, 10**5), default=None, help="frequency: clusters")
+    pl.add_argument("--cluster-size", type=number(int, 1, 10**5), default=None, help="frequency: items a cluster")
+    pl.add_argument("--grid", dest="shape", type=_shape, default=(64, 64), help="heatmap: ROWS,COLS or N")
+    pl.add_argument("--points-per-person", type=number(float, 1, 10**7), default=None, help="heatmap: mean points")
+    pl.add_argument("--algorithm", default="auto", help="heatmap: the algorithm (as userdp heatmap)")
     pl.add_argument("--json", action="store_true", help="print JSON")
     pl.set_defaults(func=_run)
 

@@ -29,7 +29,7 @@ from ..heatmaps.sparse import padded_levels
 from ..noise import RngLike, resolve_rng
 from ..privacy.result import Release
 
-__all__ = ["heatmap", "grid_of", "ALGORITHMS"]
+__all__ = ["heatmap", "heatmap_of_grid", "grid_of", "ALGORITHMS"]
 
 ALGORITHMS = (
     "auto",
@@ -65,6 +65,45 @@ def grid_of(box: BoxDomain, resolution: int | tuple[int, int], cells: str = "squ
         return box, (int(resolution), int(resolution))
     wide, shape = box.square_cells(int(resolution))
     return wide, check_grid(wide, shape)
+
+
+def heatmap_of_grid(
+    s: Any,
+    epsilon: float,
+    algorithm: str = "auto",
+    *,
+    w: int = 20,
+    top_percent: float = 1.0,
+    coarse_side: int | None = None,
+    n_public: float | None = None,
+    rng: RngLike = None,
+) -> Release:
+    """The mechanism step of :func:`heatmap` on the grid sum ``s`` of the users' distributions (what the
+    engines compute): the same algorithms and parameters. :mod:`userdp.plan` simulates releases with it."""
+    if algorithm not in ALGORITHMS:
+        raise ParameterError(f"unknown heatmap algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}")
+    src = resolve_rng(rng)
+    shape = s.shape
+    if algorithm == "auto":
+        rel = auto_heatmap(s, epsilon, n_public=n_public, rng=src)
+    elif algorithm == "sparse":
+        rel = dp_sparse_emd_agg(s, epsilon, w=w, rng=src)
+    elif algorithm == "laplace":
+        rel = laplace_heatmap(s, epsilon, rng=src)
+    elif algorithm == "threshold":
+        rel = laplace_heatmap(s, epsilon, top_percent=top_percent, rng=src)
+    elif algorithm == "privtree":
+        rel = privtree_heatmap(s, epsilon, rng=src)
+    elif algorithm == "privtree-emd":
+        rel = privtree_emd_heatmap(s, epsilon, rng=src)
+    elif algorithm == "adaptive-grid":
+        rel = adaptive_grid_heatmap(s, epsilon, n_public=n_public, rng=src)
+    elif algorithm == "hierarchy":
+        rel = hierarchical_heatmap(s, epsilon, rng=src)
+    else:
+        padded = 2 ** padded_levels(shape)
+        rel = dense_emd_agg(s, epsilon, coarse_side or max(1, padded // 8), rng=src)
+    return rel
 
 
 def heatmap(
@@ -130,25 +169,7 @@ def heatmap(
     eng = get_engine(engine)
     data = eng.load(source, Columns(user, points=(lat, lon)))
     s = eng.grid_sum(data, grid_box, shape, drop_outside)
-    src = resolve_rng(rng)
-    if algorithm == "auto":
-        rel = auto_heatmap(s, epsilon, n_public=n_public, rng=src)
-    elif algorithm == "sparse":
-        rel = dp_sparse_emd_agg(s, epsilon, w=w, rng=src)
-    elif algorithm == "laplace":
-        rel = laplace_heatmap(s, epsilon, rng=src)
-    elif algorithm == "threshold":
-        rel = laplace_heatmap(s, epsilon, top_percent=top_percent, rng=src)
-    elif algorithm == "privtree":
-        rel = privtree_heatmap(s, epsilon, rng=src)
-    elif algorithm == "privtree-emd":
-        rel = privtree_emd_heatmap(s, epsilon, rng=src)
-    elif algorithm == "adaptive-grid":
-        rel = adaptive_grid_heatmap(s, epsilon, n_public=n_public, rng=src)
-    elif algorithm == "hierarchy":
-        rel = hierarchical_heatmap(s, epsilon, rng=src)
-    else:
-        padded = 2 ** padded_levels(shape)
-        rel = dense_emd_agg(s, epsilon, coarse_side or max(1, padded // 8), rng=src)
+    rel = heatmap_of_grid(s, epsilon, algorithm, w=w, top_percent=top_percent, coarse_side=coarse_side,
+                          n_public=n_public, rng=resolve_rng(rng))  # fmt: skip
     rel.params.update(box={"low": list(grid_box.low), "high": list(grid_box.high)}, shape=list(shape))
     return rel

@@ -181,7 +181,7 @@ def _budget(ledger: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _heatmap(fs, src: RandomSource, out: Path, ledger: list) -> dict[str, Any]:
-    from ..heatmaps import all_metrics, gaussian_heatmap, user_grid_sum
+    from ..heatmaps import all_metrics, gaussian_heatmap, heatmap_emd, user_grid_sum
     from .maps import MapPanel, left_out_label, render_maps
 
     side, eps, sigma = 256, 1.0, 2.0
@@ -206,6 +206,7 @@ def _heatmap(fs, src: RandomSource, out: Path, ledger: list) -> dict[str, Any]:
         ncols=2,
     )
     m_ours, m_base = all_metrics(truth, h_ours), all_metrics(truth, h_base)
+    raw = {"auto": heatmap_emd(s, ours.value), "laplace": heatmap_emd(s, base.value)}  # unsmoothed, as planned
     return {
         "name": "DP heatmap of check-ins (Ghazi et al.)",
         "mechanism": ours.mechanism,
@@ -221,6 +222,8 @@ def _heatmap(fs, src: RandomSource, out: Path, ledger: list) -> dict[str, Any]:
         "error": f"EMD to the true heatmap {m_ours['EMD']:.4f} (Laplace baseline {m_base['EMD']:.4f}); "
         f"SIM {m_ours['SIM']:.3f} (baseline {m_base['SIM']:.3f})",
         "metrics": {"ours": m_ours, "laplace_baseline": m_base},
+        "emd_raw": raw,
+        "shape": [rows, cols],
         "image": png.name,
         "image_alt": "Three maps of Midtown Manhattan: the true check-in heatmap, userdp's default DP heatmap and "
         "the DP Laplace baseline, each with its own colourbar; grey cells received no mass.",
@@ -316,6 +319,7 @@ def _linear(fs, src: RandomSource, ledger: list) -> dict[str, Any]:
         "result": f"{rel.value[0] * km:.2f} km",
         "error": f"true average {truth * km:.2f} km (demo only); error {abs(rel.value[0] - truth) * km:.3f} km",
         "value_km": float(rel.value[0] * km),
+        "km": km,
         "truth_km": truth * km,
         "user_level_equivalent": ledger[-1]["user_level_equivalent"],
     }
@@ -336,6 +340,67 @@ def _accountant() -> dict[str, Any]:
         "error": f"{local.note()}; {central.note()}",
         "routes": {"local": local.as_dict()["routes"], "central": central.as_dict()["routes"]},
     }
+
+
+def _planning(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """What :mod:`userdp.plan` predicted for each release from public sizes (rounded estimates a planner
+    would have), next to what this run measured."""
+    from .. import plan
+
+    heat, dist, freq, lin = results[0], results[1], results[2], results[3]
+    rows = []
+    p = plan.heatmap(1.0, shape=tuple(heat["shape"]), persons=1000, points_per_person=40, reps=10)
+    rows.append(("DP heatmap (auto)", "epsilon 1; about 1,000 users with about 40 check-ins each in the box",
+                 p, heat["emd_raw"]["auto"], 1.0, ""))  # fmt: skip
+    p = plan.distinct(1.0, persons=400, distinct=1500, items_per_person=22)
+    rows.append(("distinct count", "epsilon 1; about 400 persons, 1,500 distinct words, 22 words each",
+                 p, dist["truth"] - dist["value"], 1.0, ""))  # fmt: skip
+    p = plan.frequency(100.0, persons=1083, items_per_person=100, clusters=16, cluster_size=9, r=0.25, delta=1e-6)
+    rows.append(("d_EM frequency (GKRR)", "alpha 100, delta' 1e-6; 1,083 users of 100 sampled check-ins",
+                 p, freq["demd_error"], 1.0, ""))  # fmt: skip
+    p = plan.linear(25.0, persons=1100)
+    rows.append(("PrivEMDLinear", "alpha 25; about 1,100 users", p, abs(lin["value_km"] - lin["truth_km"]),
+                 lin["km"], " km"))  # fmt: skip
+    table = []
+    for name, at, pred, measured, unit, suffix in rows:
+        q = pred.quantiles[0.9] * unit
+        table.append({
+            "release": name,
+            "planned at": at,
+            "predicted median": pred.median * unit,
+            "predicted 90%": q,
+            "measured (this run)": float(measured),
+            "unit": suffix.strip(),
+            "quantity": pred.quantity,
+            "sentence": f"{name}: {pred.quantity} is at most {q:.3g}{suffix} with probability 0.9",
+            "basis": pred.basis,
+        })  # fmt: skip
+    return {
+        "method": "userdp.plan from public sizes only (no data read); the measured errors use the truth, shown "
+        "for the demonstration",
+        "rows": table,
+    }
+
+
+def _planning_html(planning: dict[str, Any]) -> list[str]:
+    e = html.escape
+    parts = [
+        "<h2 id='planning'>Planning: the error predicted before the release</h2>",
+        f"<p>{e(planning['method'])}. With <code>userdp plan</code> the same numbers come from the command line "
+        "(for example <code>userdp plan linear --alpha 25 --persons 1100 --unit 52.4 --unit-name km</code>).</p>",
+        "<ul>" + "".join(f"<li>{e(r['sentence'])}</li>" for r in planning["rows"]) + "</ul>",
+        "<table id='planning-table'><tr><th>release</th><th>planned at</th><th>predicted median</th>"
+        "<th>predicted 90%</th><th>measured (this run)</th><th>how</th></tr>",
+    ]
+    for r in planning["rows"]:
+        u = f" {r['unit']}" if r["unit"] else ""
+        parts.append(
+            f"<tr><td>{e(r['release'])}</td><td>{e(r['planned at'])}</td><td>{r['predicted median']:.3g}{u}</td>"
+            f"<td>{r['predicted 90%']:.3g}{u}</td><td>{r['measured (this run)']:.3g}{u}</td><td><small>"
+            f"{e(r['basis'])}</small></td></tr>"
+        )
+    parts.append("</table>")
+    return parts
 
 
 def _short(t: dict[str, Any]) -> str:
@@ -447,6 +512,7 @@ def _html(report: dict[str, Any], out: Path) -> Path:
             "<p class='note'><b>Seeded noise</b>: reproducible, for demonstrations only; it gives no privacy.</p>"
         )
     parts += _budget_html(report["budget"])
+    parts += _planning_html(report["planning"])
     for r in report["releases"]:
         parts.append(f"<h2>{html.escape(r['name'])}</h2><table>")
         for k in ("mechanism", "guarantee", "result", "error"):
@@ -508,6 +574,7 @@ def run_demo(out: str | Path = "userdp-demo", seed: int | None = None, console=N
     report = {
         "releases": results,
         "budget": _budget(ledger),
+        "planning": _planning(results),
         "seeded": seed is not None,
         "seconds": time.time() - t0,
         "data": {"foursquare_nyc": D.ATTRIBUTION["foursquare_nyc"], "amazon_fashion": D.ATTRIBUTION["amazon_fashion"]},

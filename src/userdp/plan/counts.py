@@ -1,85 +1,15 @@
-"""Plan before you release (issue 19, first part): the predicted error of a release from its public
-parameters, and the other way round, the smallest epsilon that reaches a target error.
-
-Every function here reads public parameters only (never data), and where the noise law is known exactly it
-returns the error's quantiles computed from the law the sampler draws:
-
-* :func:`key_counts` -- records per key (:func:`userdp.releases.key_counts`) with given bounds: the noise of
-  one count (lattice Laplace: exact; lattice Gaussian: the normal law of its width, within one lattice step).
-  Records beyond the bounds are dropped, which lowers the counts by an amount the data decide; the
-  prediction is of the noise only, and says so.
-* :func:`vocabulary` -- the private vocabulary (:func:`userdp.releases.vocabulary`): the weight an item needs
-  to be released with a given probability, the probability for an item held by ``n`` persons, and the
-  noise of its count.
-
-Each has an inverse (``*_epsilon``): the smallest epsilon (to 1%) whose prediction meets a target.
-"""
+"""Plans of the records per key (:func:`userdp.releases.key_counts`) and of the private vocabulary
+(:func:`userdp.releases.vocabulary`)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
-from .errors import ParameterError
-from .noise import calibrate_gaussian, calibrate_laplace
+from ..errors import ParameterError
+from ..noise import calibrate_gaussian, calibrate_laplace
+from .common import Prediction, confidences, laplace_abs_quantile, normal_abs_quantile, smallest_epsilon
 
-__all__ = ["Prediction", "key_counts", "key_counts_epsilon", "vocabulary", "vocabulary_epsilon"]
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """A predicted error: its quantiles at the stated confidences, and where they come from.
-
-    Attributes
-    ----------
-    release, quantity:
-        The release and what the error measures (for example ``|noise| of one count, records``).
-    quantiles:
-        ``{confidence: bound}``: the error is at most ``bound`` with probability ``confidence``.
-    exact:
-        True when the quantiles come from the sampler's own law.
-    basis:
-        Where the prediction comes from.
-    extra:
-        Other predicted figures (for the vocabulary: the weight needed for each release probability).
-    """
-
-    release: str
-    quantity: str
-    quantiles: dict[float, float]
-    exact: bool
-    basis: str
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def median(self) -> float:
-        return self.quantiles[0.5]
-
-    def sentence(self, confidence: float) -> str:
-        q = self.quantiles[confidence]
-        return f"{self.quantity} is at most {q:.4g} with probability {confidence:g}"
-
-
-def _confidences(confidence: float) -> tuple[float, ...]:
-    c = float(confidence)
-    if not 0.0 < c < 1.0:
-        raise ParameterError(f"the confidence must lie in (0, 1), got {confidence!r}")
-    return tuple(sorted({0.5, c}))
-
-
-def _laplace_abs_quantile(t: int, g: float, c: float) -> float:
-    """Smallest ``x`` (on the lattice ``g``) with ``P[|Z| <= x] >= c`` for ``Z ~ g DLap(t)``:
-    ``P[|Z| > m] = 2 q^(m+1) / (1 + q)``, ``q = e^(-1/t)``."""
-    q = math.exp(-1.0 / t)
-    # 2 q^(m+1) / (1+q) <= 1 - c  <=>  m >= log((1-c)(1+q)/2) / log(q) - 1
-    m = max(0, math.ceil(math.log((1 - c) * (1 + q) / 2) / math.log(q) - 1 - 1e-12))
-    return m * g
-
-
-def _normal_abs_quantile(sigma: float, c: float) -> float:
-    from scipy.special import ndtri
-
-    return float(sigma * ndtri(0.5 + c / 2))
+__all__ = ["key_counts", "key_counts_epsilon", "vocabulary", "vocabulary_epsilon"]
 
 
 def key_counts(
@@ -96,34 +26,22 @@ def key_counts(
     ``(l0, linf)`` and its whole budget on the counts (public keys, given bounds): lattice Laplace of l1
     sensitivity ``l0 linf`` or lattice Gaussian of l2 sensitivity ``sqrt(l0) linf``. The dropped records
     (bias) are not included: they depend on the data."""
-    cs = _confidences(confidence)
+    cs = confidences(confidence)
     if int(l0) < 1 or int(linf) < 1:
         raise ParameterError("the bounds must be whole numbers >= 1")
     if noise == "laplace":
         cal = calibrate_laplace(float(l0 * linf), epsilon, dim=max(1, int(n_keys)))
-        qs = {c: _laplace_abs_quantile(cal.t, cal.granularity, c) for c in cs}
+        qs = {c: laplace_abs_quantile(cal.t, cal.granularity, c) for c in cs}
         basis = f"the lattice Laplace's law (scale {cal.scale:.4g}): exact"
         exact = True
     elif noise == "gaussian":
         cal = calibrate_gaussian(math.sqrt(l0) * linf, epsilon, delta, dim=max(1, int(n_keys)))
-        qs = {c: _normal_abs_quantile(cal.sigma, c) for c in cs}
+        qs = {c: normal_abs_quantile(cal.sigma, c) for c in cs}
         basis = f"the lattice Gaussian's width (sigma {cal.sigma:.4g}), as a normal law: within one lattice step"
         exact = False
     else:
         raise ParameterError(f"the noise must be laplace or gaussian, got {noise!r}")
     return Prediction("key counts", "|noise| of one count (records)", qs, exact, basis)
-
-
-def _smallest_epsilon(meets, lo: float = 1e-3, hi: float = 50.0) -> float:
-    """The smallest epsilon in [lo, hi] (to 1%) with ``meets(epsilon)``; error when even ``hi`` fails."""
-    if not meets(hi):
-        raise ParameterError(f"no epsilon up to {hi:g} reaches the target")
-    if meets(lo):
-        return lo
-    while hi / lo > 1.01:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if meets(mid) else (mid, hi)
-    return hi
 
 
 def key_counts_epsilon(
@@ -134,7 +52,7 @@ def key_counts_epsilon(
     probability ``confidence`` (:func:`key_counts`)."""
     if not target > 0:
         raise ParameterError(f"the target error must be positive, got {target!r}")
-    return _smallest_epsilon(
+    return smallest_epsilon(
         lambda e: key_counts(e, delta, l0=l0, linf=linf, n_keys=n_keys, noise=noise, confidence=confidence)
         .quantiles[float(confidence)] <= target
     )
@@ -166,9 +84,9 @@ def vocabulary(
     keep one item each) an item needs to be released with probability 1/2 and ``confidence``; with
     ``persons``, the probability that an item held by that many persons, each keeping ``items_each`` items,
     is released; and the quantiles of its count's noise."""
-    from .vocabulary import person_weights, plan_vocabulary
+    from ..vocabulary import person_weights, plan_vocabulary
 
-    _confidences(confidence)
+    confidences(confidence)
     plan = plan_vocabulary(epsilon, delta, max_items, noise, False, count_fraction)
     cal = plan["calibration"]
     unit = cal.unit
@@ -211,7 +129,7 @@ def vocabulary_epsilon(
     ``items_each`` items, is released with at least ``probability`` (:func:`vocabulary`)."""
     if int(persons) < 1:
         raise ParameterError("persons must be at least 1")
-    return _smallest_epsilon(
+    return smallest_epsilon(
         lambda e: vocabulary(e, delta, max_items=max_items, noise=noise, count_fraction=count_fraction,
                              persons=persons, items_each=items_each).extra["release probability"] >= probability,
         lo=1e-2,

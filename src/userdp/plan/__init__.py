@@ -1,0 +1,50 @@
+"""Plan before you release (issue 19): the predicted error of every release from its public parameters, and
+the other way round, the smallest epsilon (or alpha) that reaches a target error.
+
+Every function here reads public parameters only (never data). Where the noise law is known exactly the
+quantiles come from the law the sampler draws; where the error depends on the data's shape, from the
+release's exact law on a stand-in (a public curve or density, or a seeded synthetic one of the same public
+sizes: the calibrated predictors), with the paper's theorem bound beside it:
+
+* :func:`key_counts` -- records per key (lattice Laplace: exact; lattice Gaussian: within one step); the
+  records dropped by the bounds are a bias the data decide and are not included.
+* :func:`vocabulary` -- the weighted private vocabulary: the weight an item needs to be released, the
+  release probability of an item held by ``n`` persons, and its count's noise.
+* :func:`distinct` -- Knop & Steinke's distinct count: the exact law on a count curve (given or
+  :func:`synthetic_curve`), and Theorem 1.1 / Eq. (8) with userdp's constants (:func:`theorem_bound`).
+* :func:`linear` -- PrivEMDLinear (Lemma 4.2's noise): the sampler's own draws.
+* :func:`frequency` -- FreqEstLocal with GKRR: simulated through GKRR's exact law; Theorem 6.6 / Corollary
+  6.8 beside it.
+* :func:`heatmap` -- the DP heatmap: simulated releases on a stand-in density; Theorem 3.1's order beside it.
+
+Each has an inverse (``*_epsilon`` / ``*_alpha``): the smallest parameter (to 1%) whose prediction meets a
+target. Validity ranges are the releases' own: every plan refuses (``ParameterError``) what its release
+would refuse, and never clamps.
+"""
+
+from __future__ import annotations
+
+from .common import Prediction
+from .counts import key_counts, key_counts_epsilon, vocabulary, vocabulary_epsilon
+from .dem import frequency, frequency_alpha, linear, linear_alpha
+from .distinct import distinct, distinct_epsilon, synthetic_curve, theorem_bound
+from .heatmap import heatmap, heatmap_epsilon, synthetic_grid_sum
+
+__all__ = [
+    "Prediction",
+    "distinct",
+    "distinct_epsilon",
+    "frequency",
+    "frequency_alpha",
+    "heatmap",
+    "heatmap_epsilon",
+    "key_counts",
+    "key_counts_epsilon",
+    "linear",
+    "linear_alpha",
+    "synthetic_curve",
+    "synthetic_grid_sum",
+    "theorem_bound",
+    "vocabulary",
+    "vocabulary_epsilon",
+]

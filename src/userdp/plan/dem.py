@@ -1,0 +1,185 @@
+"""Plans of the d_EM-DP releases (Imola et al.): PrivEMDLinear (:func:`userdp.releases.linear`) and frequency
+estimation with GKRR (:func:`userdp.releases.frequency`).
+
+* :func:`linear` -- the noise of the released average query. Its law is the release's own: the K-norm
+  noise of Lemma 4.2's scale ``lipschitz / alpha`` (central: ``lipschitz / (n alpha)``), or the Gaussian
+  variant's ``sigma``, on the lattice the sampler draws. Central: the quantiles of the noise's norm,
+  estimated from 200,000 draws of the library's own sampler (seeded). Local: the average of ``n`` users'
+  noise, simulated exactly (400 averages of ``n`` draws) up to ``n = 5,000`` and by the normal law of the
+  average above (the central limit theorem; its per-coordinate variance from the sampler's draws).
+  The error of the query itself (none: PrivEMDLinear is unbiased) and of BoundedEMDReduction's sampling
+  (data-dependent) are not included.
+* :func:`frequency` -- the d_EM error of FreqEstLocal's estimate (Algorithm 4; central: Corollary 6.8).
+  Theorem 6.6's Eq. (9) (central: Corollary 6.8) bounds its expectation at the calibrated ``alpha_0``; the
+  prediction is the calibrated simulation: a public (or uniform) histogram of ``n m`` items, each item
+  randomized by the exact GKRR law userdp draws (multinomial counts per true item), estimated and
+  projected as the release does, and measured by the same ``d_EM`` (:func:`userdp.dem.demd_error`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ParameterError
+from .common import Prediction, confidences, smallest_epsilon
+
+__all__ = ["frequency", "frequency_alpha", "linear", "linear_alpha"]
+
+_DRAWS = 200_000
+_REPS = 400
+_EXACT_LOCAL = 5_000
+
+
+def _linear_noise(alpha: float, lipschitz: float, persons: int, dim: int, norm: str, model: str,
+                  delta: float | None, seed: int) -> tuple[np.ndarray, str, bool]:  # fmt: skip
+    """Samples of the released average's error norm (l2 in ``dim`` dimensions)."""
+    from ..noise import calibrate_gaussian_metric, calibrate_knorm, lattice_knorm_noise
+
+    central = model == "central"
+    sens = lipschitz / persons if central else lipschitz
+    rng = np.random.default_rng(seed)
+    if delta is not None:
+        sigma = calibrate_gaussian_metric(sens, alpha, delta, dim=dim).sigma
+        if not central:
+            sigma /= math.sqrt(persons)
+        draws = sigma * np.linalg.norm(rng.standard_normal((_DRAWS, dim)), axis=1)
+        return draws, f"the lattice Gaussian's width (sigma {sigma:.4g}) as a normal law", False
+    cal = calibrate_knorm(sens, alpha, norm, dim)
+    g = cal.granularity  # (randomized rounding to the lattice adds at most one step g more)
+    z = g * np.asarray(lattice_knorm_noise(cal, _DRAWS, rng=seed), dtype=np.float64).reshape(_DRAWS, dim)
+    if central:
+        return np.linalg.norm(z, axis=1), f"200,000 draws of the lattice K-norm sampler (scale {cal.scale:.4g})", True
+    if persons <= _EXACT_LOCAL:
+        m = g * np.asarray(lattice_knorm_noise(cal, _REPS * persons, rng=seed + 1), dtype=np.float64)
+        means = m.reshape(_REPS, persons, dim).mean(axis=1)
+        return np.linalg.norm(means, axis=1), f"{_REPS} averages of {persons} users' lattice K-norm noise", True
+    sd = z.std(axis=0) / math.sqrt(persons)
+    draws = np.linalg.norm(rng.standard_normal((_DRAWS, dim)) * sd, axis=1)
+    return draws, f"the normal law of the average of {persons} users' K-norm noise (scale {cal.scale:.4g})", False
+
+
+def linear(
+    alpha: float,
+    *,
+    persons: int,
+    lipschitz: float = 1.0,
+    dim: int = 1,
+    norm: str = "l2",
+    model: str = "local",
+    delta: float | None = None,
+    samples: int | None = None,
+    r: float = 0.05,
+    confidence: float = 0.9,
+    seed: int = 0,
+) -> Prediction:
+    """The predicted error ``||released - q_f||_2`` of :func:`userdp.releases.linear` (PrivEMDLinear, Algorithm
+    1) in the query's units, from public sizes: ``persons`` users, a ``dim``-dimensional query with the given
+    Lipschitz bound. ``samples`` and ``r`` are BoundedEMDReduction's (the noise is then calibrated for the
+    inner target, as the release does; the sampling error is not included)."""
+    from ..dem.linear import _check_linear
+    from ..releases.request import plan_request
+
+    cs = confidences(confidence)
+    n, d = int(persons), int(dim)
+    if n < 1 or d < 1:
+        raise ParameterError("persons and dim must be at least 1")
+    if model not in ("local", "central"):
+        raise ParameterError(f"model must be local or central, got {model!r}")
+    req = plan_request(alpha, delta, samples, r)
+    inner_delta = req.inner_delta or None
+    _check_linear(lipschitz, req.inner_alpha, norm, inner_delta)
+    draws, basis, exact = _linear_noise(req.inner_alpha, float(lipschitz), n, d, norm, model, inner_delta, seed)
+    qs = {c: float(np.quantile(draws, c)) for c in cs}
+    extra = {"mean": float(draws.mean()), "inner alpha": req.inner_alpha}
+    quantity = "||released average - true average||"
+    return Prediction("PrivEMDLinear", quantity, qs, exact, basis + " (Lemma 4.2's scale)", extra)
+
+
+def linear_alpha(target: float, confidence: float = 0.9, **kwargs) -> float:
+    """The smallest alpha (to 1%) at which :func:`linear`'s error is at most ``target`` with probability
+    ``confidence``."""
+    if not target > 0:
+        raise ParameterError(f"the target error must be positive, got {target!r}")
+    return smallest_epsilon(lambda a: linear(a, confidence=confidence, **kwargs).quantiles[float(confidence)] <= target,
+                            lo=1e-3, hi=1e6)  # fmt: skip
+
+
+def frequency(
+    alpha: float,
+    *,
+    persons: int,
+    items_per_person: int,
+    clusters: int,
+    cluster_size: int,
+    r: float,
+    delta: float | None = None,
+    model: str = "local",
+    truth: np.ndarray | None = None,
+    confidence: float = 0.9,
+    reps: int = 100,
+    seed: int = 0,
+) -> Prediction:
+    """The predicted ``d_EM`` error of :func:`userdp.releases.frequency` (FreqEstLocal with GKRR on the
+    clustered metric of ``clusters`` clusters of ``cluster_size`` items at distance ``r`` within a cluster)
+    for ``persons`` users holding ``items_per_person`` items each (public under bounded d_EM-DP).
+
+    ``truth`` is a public stand-in histogram (default uniform). ``extra["theorem"]`` holds the expectation
+    bound of Theorem 6.6, Eq. (9) (local), or Corollary 6.8 (central), with ``s = clusters``,
+    ``t = cluster_size`` and the calibrated ``alpha_0``."""
+    from ..dem.frequency import demd_error, project_simplex
+    from ..dem.randomizers import GKRR
+    from ..metrics import ClusteredMetric
+    from ..privacy.accounting import calibrate
+
+    cs = confidences(confidence)
+    n, m, s, t = int(persons), int(items_per_person), int(clusters), int(cluster_size)
+    if min(n, m, s, t) < 1:
+        raise ParameterError("persons, items_per_person, clusters and cluster_size must be at least 1")
+    if model not in ("local", "central"):
+        raise ParameterError(f"model must be local or central, got {model!r}")
+    space = ClusteredMetric(s, t, float(r))
+    k = space.size
+    cal = calibrate(float(alpha), float(delta or 0.0), m, n=n if model == "central" else None)
+    gk = GKRR(space, min(cal.alpha0, 40.0))
+    p = np.full(k, 1.0 / k) if truth is None else np.asarray(truth, dtype=np.float64)
+    if p.shape != (k,) or np.any(p < 0) or not p.sum() > 0:
+        raise ParameterError(f"the stand-in histogram needs {k} non-negative weights")
+    counts = np.floor(p / p.sum() * n * m).astype(np.int64)
+    counts[: n * m - int(counts.sum())] += 1  # n m items in all
+    true_hist = counts / counts.sum()
+    a = gk.transition_matrix()
+    rng = np.random.default_rng(seed)
+    errs = np.empty(int(reps))
+    for i in range(int(reps)):
+        v = np.zeros(k)
+        for x in np.flatnonzero(counts):
+            v += rng.multinomial(counts[x], a[x])
+        errs[i] = demd_error(project_simplex(gk.unbiased_estimate(v / v.sum())), true_hist, space)
+    qs = {c: float(np.quantile(errs, c)) for c in cs}
+    a0 = gk.realized_alpha0
+    # Theorem 6.6, Eq. (9), at the calibrated alpha_0 (central, Corollary 6.8: one user holding all n m items)
+    e0, e1 = math.exp(a0), math.exp((1 - float(r)) * a0)
+    bound = float(r) * math.sqrt(s * t**3 / (m * n)) * (e0 + s) / (e0 - e1) + math.sqrt(s**2 * t**2 / (m * n)) * (
+        math.sqrt(s + 2 * (e0 - 1)) / (e0 + (t - 1) * e1 - t)
+    )
+    extra = {"alpha0": a0, "route": cal.route, "theorem": bound, "mean": float(errs.mean())}
+    stand_in = "given" if truth is not None else "uniform"
+    basis = (
+        f"{int(reps)} simulated releases: {n * m} items of a {stand_in} histogram through GKRR's exact law "
+        f"(alpha_0 = {a0:.4g}), estimated and projected as the release does"
+    )
+    return Prediction("frequency (GKRR)", "d_EM(estimate, true histogram)", qs, False, basis, extra)
+
+
+def frequency_alpha(target: float, confidence: float = 0.9, **kwargs) -> float:
+    """The smallest alpha (to 1%) at which :func:`frequency`'s d_EM error is at most ``target`` with
+    probability ``confidence``."""
+    if not target > 0:
+        raise ParameterError(f"the target error must be positive, got {target!r}")
+    kwargs.setdefault("reps", 40)
+    return smallest_epsilon(
+        lambda a: frequency(a, confidence=confidence, **kwargs).quantiles[float(confidence)] <= target,
+        lo=1e-2, hi=1e4,
+    )  # fmt: skip

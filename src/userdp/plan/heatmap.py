@@ -1,0 +1,125 @@
+"""Plan of the DP heatmap (Ghazi et al., AAAI 2023; :func:`userdp.releases.heatmap`).
+
+Theorem 3.1 states the order of the sparse EMD aggregation's error only: with probability 0.99 a
+``(lambda, O(sqrt(k) / (lambda eps n)))``-approximation for ``k``-sparse inputs, constants unstated. A
+number a user can read needs more, so :func:`heatmap` is a calibrated simulation: synthetic users of the
+same public sizes (``persons``, points per person, the grid), their locations drawn from a public stand-in
+density (a previous year's map, a population grid, or a previous DP release: all public), or by default
+from a seeded mixture of ``clusters`` blobs; every simulated release runs the release's own mechanism step
+(:func:`userdp.releases.heatmap_of_grid`) and is measured by the exact grid EMD between the normalized true
+and released heatmaps (:func:`userdp.heatmaps.heatmap_emd`), the paper's error.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ParameterError
+from .common import Prediction, confidences, smallest_epsilon
+
+__all__ = ["heatmap", "heatmap_epsilon", "synthetic_grid_sum"]
+
+
+def _blobs(shape: tuple[int, int], clusters: int, rng: np.random.Generator) -> np.ndarray:
+    """A seeded density on the grid: ``clusters`` Gaussian blobs with Zipf weights and widths of 1-5% of the
+    longer side, over a 5% uniform floor."""
+    rows, cols = shape
+    y, x = np.mgrid[0:rows, 0:cols]
+    dens = np.full(shape, 0.05 / (rows * cols))
+    side = max(rows, cols)
+    weights = 1.0 / np.arange(1, clusters + 1)
+    weights *= 0.95 / weights.sum()
+    for wgt in weights:
+        cy, cx = rng.uniform(0, rows), rng.uniform(0, cols)
+        sd = rng.uniform(0.01, 0.05) * side
+        blob = np.exp(-((y - cy) ** 2 + (x - cx) ** 2) / (2 * sd**2))
+        dens += wgt * blob / blob.sum()
+    return dens / dens.sum()
+
+
+def synthetic_grid_sum(
+    shape: tuple[int, int],
+    persons: int,
+    points_per_person: float,
+    density: np.ndarray | None = None,
+    places: int = 3,
+    clusters: int = 20,
+    seed: int = 0,
+) -> np.ndarray:
+    """The grid sum ``s = sum_i p_i`` of ``persons`` synthetic users, each with a lognormal number of points
+    (mean ``points_per_person``, sigma 1, at least 1) spread evenly at random over ``places`` cells drawn
+    from ``density`` (default: :func:`_blobs` of ``clusters`` blobs). ``p_i`` is user ``i``'s points as a
+    distribution, as the engines compute it."""
+    rows, cols = int(shape[0]), int(shape[1])
+    n, m = int(persons), float(points_per_person)
+    if n < 1 or not m >= 1 or int(places) < 1:
+        raise ParameterError("persons, points_per_person and places must be at least 1")
+    rng = np.random.default_rng(seed)
+    dens = _blobs((rows, cols), int(clusters), rng) if density is None else np.asarray(density, dtype=np.float64)
+    if dens.shape != (rows, cols) or np.any(dens < 0) or not dens.sum() > 0:
+        raise ParameterError(f"the stand-in density needs shape {(rows, cols)} and non-negative weights")
+    prob = (dens / dens.sum()).reshape(-1)
+    pts = np.maximum(1, np.round(rng.lognormal(math.log(m) - 0.5, 1.0, n))).astype(np.int64)
+    spots = rng.choice(prob.size, size=(n, int(places)), p=prob)
+    which = rng.integers(0, int(places), size=int(pts.sum()))
+    owner = np.repeat(np.arange(n), pts)
+    cells = spots[owner, which]
+    s = np.bincount(cells, weights=1.0 / pts[owner], minlength=prob.size)
+    return s.reshape(rows, cols)
+
+
+def heatmap(
+    epsilon: float,
+    *,
+    shape: tuple[int, int],
+    persons: int,
+    points_per_person: float,
+    algorithm: str = "auto",
+    density: np.ndarray | None = None,
+    places: int = 3,
+    w: int = 20,
+    n_public: float | None = None,
+    confidence: float = 0.9,
+    reps: int = 20,
+    seed: int = 0,
+) -> Prediction:
+    """The predicted EMD between the normalized true and released heatmaps of :func:`userdp.releases.heatmap`
+    on a ``shape`` grid, for ``persons`` users with ``points_per_person`` points on average (public
+    estimates), by ``reps`` simulated releases (:func:`synthetic_grid_sum`, then the release's mechanism).
+    ``extra["theorem order"]`` is Theorem 3.1's ``sqrt(w) / (eps n)`` (constants unstated in the paper)."""
+    from ..heatmaps import heatmap_emd
+    from ..releases.heatmap import ALGORITHMS, heatmap_of_grid
+
+    cs = confidences(confidence)
+    eps = float(epsilon)
+    if not (math.isfinite(eps) and eps > 0):
+        raise ParameterError(f"epsilon must be positive and finite, got {epsilon!r}")
+    if algorithm not in ALGORITHMS:
+        raise ParameterError(f"unknown heatmap algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}")
+    if int(reps) < 2:
+        raise ParameterError("at least 2 simulated releases are needed")
+    errs = np.empty(int(reps))
+    for i in range(int(reps)):
+        s = synthetic_grid_sum(shape, persons, points_per_person, density, places, seed=seed + i)
+        rel = heatmap_of_grid(s, eps, algorithm, w=w, n_public=n_public, rng=seed + 10_000 + i)
+        errs[i] = heatmap_emd(s, rel.value)
+    qs = {c: float(np.quantile(errs, c)) for c in cs}
+    extra = {"mean": float(errs.mean()), "theorem order": math.sqrt(w) / (eps * int(persons))}
+    stand_in = "the given density" if density is not None else "a seeded mixture of 20 blobs"
+    basis = (f"{int(reps)} simulated releases ({algorithm}) of {persons} synthetic users on {stand_in}, measured "
+             f"by the exact grid EMD")  # fmt: skip
+    return Prediction("heatmap", "EMD(true heatmap, released heatmap), both normalized", qs, False, basis, extra)
+
+
+def heatmap_epsilon(target: float, confidence: float = 0.9, **kwargs) -> float:
+    """The smallest epsilon (to 1%) at which :func:`heatmap`'s EMD is at most ``target`` with probability
+    ``confidence``."""
+    if not target > 0:
+        raise ParameterError(f"the target error must be positive, got {target!r}")
+    kwargs.setdefault("reps", 10)
+    return smallest_epsilon(
+        lambda e: heatmap(e, confidence=confidence, **kwargs).quantiles[float(confidence)] <= target,
+        lo=1e-2, hi=100.0,
+    )  # fmt: skip
