@@ -69,3 +69,21 @@ def test_plans_refuse_bad_parameters():
         plan.key_counts(1.0, l0=0, linf=1)
     with pytest.raises(ParameterError, match="noise"):
         plan.key_counts(1.0, l0=1, linf=1, noise="uniform")
+
+
+@pytest.mark.parametrize("neighbours", ["add or remove one user", "replace one user's data"])
+def test_histogram_prediction_matches_the_release_s_noise(neighbours):
+    """The user-level histogram's noisy sum: the exact law's median and 90% quantile within 8% of 40 releases
+    of 50 cells (2,000 cells); at 1.3 epsilon the prediction is refuted."""
+    from userdp.data import FiniteDomain, UserDataset
+    from userdp.releases import histogram
+
+    rng = np.random.default_rng(0)
+    ds = UserDataset(np.arange(0, 601, 3), rng.integers(0, 50, 600), np.arange(200), FiniteDomain(np.arange(50)))
+    total = np.bincount(ds.items, minlength=50) / 3.0
+    noise = np.concatenate([histogram(ds, ds.domain, 1.0, neighbours=neighbours, rng=s).extras["noisy_sum"] - total
+                            for s in range(40)])  # fmt: skip
+    p = plan.histogram(1.0, domain_size=50, neighbours=neighbours)
+    for c in (0.5, 0.9):
+        assert abs(p.quantiles[c] / np.quantile(np.abs(noise), c) - 1) < 0.08
+    assert abs(plan.histogram(1.3, domain_size=50, neighbours=neighbours).median / np.median(np.abs(noise)) - 1) > 0.15

@@ -206,7 +206,7 @@ def add_parser(sub) -> None:
     pl.add_argument("--l-max", type=number(int, 1, 10_000), default=100, help="distinct: the largest bound tried")
     pl.add_argument("--max-items-bound", type=number(int, 1, 10_000), default=None,
                     help="distinct: a public bound on elements per person (adds Theorem 1.1's bound)")  # fmt: skip
-    pl.add_argument("--zipf", type=number(float, 0.8, 3.0), default=1.25,
+    pl.add_argument("--zipf", type=number(float, 0.8, 3.0), default=1.35,
                     help="distinct: the elements' Zipf popularity exponent of the simulated curve")  # fmt: skip
     pl.add_argument("--spread", type=number(float, 0.0, 3.0), default=0.75,
                     help="distinct: the log-standard deviation of persons' sizes in the simulated curve")  # fmt: skip

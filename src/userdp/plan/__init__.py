@@ -16,6 +16,8 @@ sizes: the calibrated predictors), with the paper's theorem bound beside it:
 * :func:`frequency` -- FreqEstLocal with GKRR: simulated through GKRR's exact law; Theorem 6.6 / Corollary
   6.8 beside it.
 * :func:`heatmap` -- the DP heatmap: simulated releases on a stand-in density; Theorem 3.1's order beside it.
+* :func:`histogram` -- the user-level Laplace histogram: one cell's noise, exact. (PrivEMDItemWise releases
+  the randomized items themselves; the error of the estimate made from them is :func:`frequency`'s.)
 
 Each has an inverse (``*_epsilon`` / ``*_alpha``): the smallest parameter (to 1%) whose prediction meets a
 target. Validity ranges are the releases' own: every plan refuses (``ParameterError``) what its release
@@ -25,7 +27,7 @@ would refuse, and never clamps.
 from __future__ import annotations
 
 from .common import Prediction
-from .counts import key_counts, key_counts_epsilon, vocabulary, vocabulary_epsilon
+from .counts import histogram, key_counts, key_counts_epsilon, vocabulary, vocabulary_epsilon
 from .dem import frequency, frequency_alpha, linear, linear_alpha
 from .distinct import distinct, distinct_epsilon, synthetic_curve, theorem_bound
 from .heatmap import heatmap, heatmap_epsilon, synthetic_grid_sum
@@ -38,6 +40,7 @@ __all__ = [
     "frequency_alpha",
     "heatmap",
     "heatmap_epsilon",
+    "histogram",
     "key_counts",
     "key_counts_epsilon",
     "linear",

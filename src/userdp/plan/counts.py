@@ -9,7 +9,7 @@ from ..errors import ParameterError
 from ..noise import calibrate_gaussian, calibrate_laplace
 from .common import Prediction, confidences, laplace_abs_quantile, normal_abs_quantile, smallest_epsilon
 
-__all__ = ["key_counts", "key_counts_epsilon", "vocabulary", "vocabulary_epsilon"]
+__all__ = ["histogram", "key_counts", "key_counts_epsilon", "vocabulary", "vocabulary_epsilon"]
 
 
 def key_counts(
@@ -42,6 +42,26 @@ def key_counts(
     else:
         raise ParameterError(f"the noise must be laplace or gaussian, got {noise!r}")
     return Prediction("key counts", "|noise| of one count (records)", qs, exact, basis)
+
+
+def histogram(
+    epsilon: float, *, domain_size: int, neighbours: str = "add or remove one user", confidence: float = 0.9
+) -> Prediction:
+    """The noise of one cell of :func:`userdp.releases.histogram`'s noisy sum of the users' distributions
+    (``extras["noisy_sum"]``): lattice Laplace of l1 sensitivity 1 (add/remove one user) or 2 (replace one
+    user) over ``domain_size`` public cells; exact."""
+    from ..privacy.guarantees import Neighbours
+
+    cs = confidences(confidence)
+    nb = Neighbours(neighbours)
+    if nb not in (Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER):
+        raise ParameterError("a central histogram protects add/remove or replace-one-user neighbours")
+    if int(domain_size) < 1:
+        raise ParameterError("the domain needs at least one cell")
+    cal = calibrate_laplace(1.0 if nb is Neighbours.ADD_REMOVE_USER else 2.0, epsilon, dim=int(domain_size))
+    qs = {c: laplace_abs_quantile(cal.t, cal.granularity, c) for c in cs}
+    basis = f"the lattice Laplace's law (scale {cal.scale:.4g}): exact"
+    return Prediction("histogram", "|noise| of one cell of the noisy sum (users)", qs, True, basis)
 
 
 def key_counts_epsilon(
