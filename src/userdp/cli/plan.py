@@ -33,6 +33,16 @@ def _errors(p: plan.Prediction, conf: float, at: str, unit: float = 1.0, suffix:
     }
 
 
+def _predict(args, name: str, forward, inverse, kw: dict, conf: float) -> tuple[float, plan.Prediction, dict]:
+    """The prediction at ``--<name>``, or at the smallest value reaching ``--target`` (then reported too)."""
+    _parameter(args, name)
+    out: dict = {}
+    at = getattr(args, name)
+    if args.target is not None:
+        at = out[f"smallest {name}"] = inverse(args.target, conf, **kw)
+    return at, forward(at, confidence=conf, **kw), out
+
+
 def _counts(args, conf, delta) -> dict:
     _parameter(args, "epsilon")
     l0, linf = args.bounds
@@ -118,30 +128,20 @@ def _linear(args, conf, delta) -> dict:
 
 
 def _frequency(args, conf, delta) -> dict:
-    _parameter(args, "alpha")
     _need(args, "persons", "items_per_person", "clusters", "cluster_size")
     kw = {"persons": args.persons, "items_per_person": int(args.items_per_person), "clusters": args.clusters,
           "cluster_size": args.cluster_size, "r": args.r, "delta": args.delta, "model": args.model}  # fmt: skip
-    out: dict = {}
-    alpha = args.alpha
-    if args.target is not None:
-        alpha = out["smallest alpha"] = plan.frequency_alpha(args.target, conf, **kw)
-    p = plan.frequency(alpha, confidence=conf, **kw)
+    alpha, p, out = _predict(args, "alpha", plan.frequency, plan.frequency_alpha, kw, conf)
     out.update({"at alpha": alpha, **_errors(p, conf, f"alpha {alpha:.3g}")})
     out["Theorem 6.6 / Corollary 6.8 (expectation bound)"] = f"{p.extra['theorem']:.4g}"
     return out
 
 
 def _heatmap(args, conf, delta) -> dict:
-    _parameter(args, "epsilon")
     _need(args, "persons", "points_per_person")
     kw = {"shape": args.shape, "persons": args.persons, "points_per_person": args.points_per_person,
           "algorithm": args.algorithm}  # fmt: skip
-    out: dict = {}
-    eps = args.epsilon
-    if args.target is not None:
-        eps = out["smallest epsilon"] = plan.heatmap_epsilon(args.target, conf, **kw)
-    p = plan.heatmap(eps, confidence=conf, **kw)
+    eps, p, out = _predict(args, "epsilon", plan.heatmap, plan.heatmap_epsilon, kw, conf)
     out.update({"at epsilon": eps, **_errors(p, conf, f"epsilon {eps:.3g}")})
     out["Theorem 3.1 (order only)"] = f"sqrt(w) / (epsilon n) = {p.extra['theorem order']:.3g}"
     return out

@@ -77,3 +77,12 @@ def smallest_epsilon(meets, lo: float = 1e-3, hi: float = 50.0) -> float:
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if meets(mid) else (mid, hi)
     return hi
+
+
+def smallest_reaching(forward, target: float, confidence: float, lo: float, hi: float, **kwargs) -> float:
+    """The smallest parameter in ``[lo, hi]`` (to 1%) at which ``forward(parameter, confidence=confidence,
+    **kwargs)`` predicts an error of at most ``target`` with probability ``confidence``."""
+    if not target > 0:
+        raise ParameterError(f"the target error must be positive, got {target!r}")
+    c = float(confidence)
+    return smallest_epsilon(lambda x: forward(x, confidence=c, **kwargs).quantiles[c] <= target, lo=lo, hi=hi)

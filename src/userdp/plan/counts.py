@@ -7,7 +7,14 @@ import math
 
 from ..errors import ParameterError
 from ..noise import calibrate_gaussian, calibrate_laplace
-from .common import Prediction, confidences, laplace_abs_quantile, normal_abs_quantile, smallest_epsilon
+from .common import (
+    Prediction,
+    confidences,
+    laplace_abs_quantile,
+    normal_abs_quantile,
+    smallest_epsilon,
+    smallest_reaching,
+)
 
 __all__ = ["histogram", "key_counts", "key_counts_epsilon", "vocabulary", "vocabulary_epsilon"]
 
@@ -70,12 +77,8 @@ def key_counts_epsilon(
 ) -> float:  # fmt: skip
     """The smallest epsilon (to 1%) at which one count's noise is at most ``target`` records with
     probability ``confidence`` (:func:`key_counts`)."""
-    if not target > 0:
-        raise ParameterError(f"the target error must be positive, got {target!r}")
-    return smallest_epsilon(
-        lambda e: key_counts(e, delta, l0=l0, linf=linf, n_keys=n_keys, noise=noise, confidence=confidence)
-        .quantiles[float(confidence)] <= target
-    )
+    kw = {"delta": delta, "l0": l0, "linf": linf, "n_keys": n_keys, "noise": noise}
+    return smallest_reaching(key_counts, target, confidence, 1e-3, 50.0, **kw)
 
 
 def _release_probability(cal, weight_steps: int) -> float:

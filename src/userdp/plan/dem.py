@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ..errors import ParameterError
-from .common import Prediction, confidences, smallest_epsilon
+from .common import Prediction, confidences, smallest_reaching
 
 __all__ = ["frequency", "frequency_alpha", "linear", "linear_alpha"]
 
@@ -100,10 +100,7 @@ def linear(
 def linear_alpha(target: float, confidence: float = 0.9, **kwargs) -> float:
     """The smallest alpha (to 1%) at which :func:`linear`'s error is at most ``target`` with probability
     ``confidence``."""
-    if not target > 0:
-        raise ParameterError(f"the target error must be positive, got {target!r}")
-    return smallest_epsilon(lambda a: linear(a, confidence=confidence, **kwargs).quantiles[float(confidence)] <= target,
-                            lo=1e-3, hi=1e6)  # fmt: skip
+    return smallest_reaching(linear, target, confidence, 1e-3, 1e6, **kwargs)
 
 
 def frequency(
@@ -175,11 +172,5 @@ def frequency(
 
 def frequency_alpha(target: float, confidence: float = 0.9, **kwargs) -> float:
     """The smallest alpha (to 1%) at which :func:`frequency`'s d_EM error is at most ``target`` with
-    probability ``confidence``."""
-    if not target > 0:
-        raise ParameterError(f"the target error must be positive, got {target!r}")
-    kwargs.setdefault("reps", 40)
-    return smallest_epsilon(
-        lambda a: frequency(a, confidence=confidence, **kwargs).quantiles[float(confidence)] <= target,
-        lo=1e-2, hi=1e4,
-    )  # fmt: skip
+    probability ``confidence`` (40 simulated releases per alpha unless ``reps`` is given)."""
+    return smallest_reaching(frequency, target, confidence, 1e-2, 1e4, **{"reps": 40, **kwargs})

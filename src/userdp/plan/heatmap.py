@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..errors import ParameterError
-from .common import Prediction, confidences, smallest_epsilon
+from .common import Prediction, confidences, smallest_reaching
 
 __all__ = ["heatmap", "heatmap_epsilon", "synthetic_grid_sum"]
 
@@ -115,11 +115,5 @@ def heatmap(
 
 def heatmap_epsilon(target: float, confidence: float = 0.9, **kwargs) -> float:
     """The smallest epsilon (to 1%) at which :func:`heatmap`'s EMD is at most ``target`` with probability
-    ``confidence``."""
-    if not target > 0:
-        raise ParameterError(f"the target error must be positive, got {target!r}")
-    kwargs.setdefault("reps", 10)
-    return smallest_epsilon(
-        lambda e: heatmap(e, confidence=confidence, **kwargs).quantiles[float(confidence)] <= target,
-        lo=1e-2, hi=100.0,
-    )  # fmt: skip
+    ``confidence`` (10 simulated releases per epsilon unless ``reps`` is given)."""
+    return smallest_reaching(heatmap, target, confidence, 1e-2, 100.0, **{"reps": 10, **kwargs})
