@@ -297,3 +297,29 @@ def test_dedupe_equals_the_unique_of_user_item_pairs():
     assert np.array_equal(np.repeat(np.arange(d.n_users), d.counts()), key // ds.domain_size)
     empty = UserDataset.from_arrays(np.array([], dtype=np.int64), np.array([], dtype=object), FiniteDomain(["a"]))
     assert empty.dedupe().n_items == 0
+
+
+def test_person_ids_never_depend_on_another_person_s_row(tmp_path):
+    """Review 20: a column typed by all its rows lets one added person merge two others. A float person id
+    (one JSON row holding 1.5 turns 9007199254740993 and ...992 into one double) is refused on every input
+    path; a CSV read by UserDataset.from_file keeps 007 and 7 apart whether or not someone's id is abc; a
+    DataFrame mixing types is refused without quoting anyone's key."""
+    import pandas as pd
+
+    from userdp.errors import DataError
+
+    lines = '{"user": 9007199254740993, "item": "a"}\n{"user": 9007199254740992, "item": "b"}\n'
+    (tmp_path / "d.jsonl").write_text(lines)
+    (tmp_path / "d1.jsonl").write_text(lines + '{"user": 1.5, "item": "c"}\n')
+    assert UserDataset.from_file(tmp_path / "d.jsonl", user="user", item="item").n_users == 2
+    with pytest.raises(DataError, match="floating-point"):
+        UserDataset.from_file(tmp_path / "d1.jsonl", user="user", item="item")
+    with pytest.raises(DataError, match="floating-point"):
+        UserDataset.from_arrays([9007199254740993, 9007199254740992, 1.5], ["a", "b", "c"])
+    for extra in ("", "abc,c\n"):
+        (tmp_path / "c.csv").write_text("user,item\n007,a\n7,b\n" + extra)
+        assert UserDataset.from_file(tmp_path / "c.csv", user="user", item="item").n_users == 2 + bool(extra)
+    frame = pd.DataFrame({"user": [7, 8, "alice.smith@example.com"], "item": ["a", "b", "c"]})
+    with pytest.raises(DataError) as err:
+        UserDataset.from_table(frame, user="user", item="item")
+    assert "alice" not in str(err.value)

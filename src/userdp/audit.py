@@ -136,6 +136,36 @@ def shuffled_output_distribution(P: np.ndarray, items: list[int]) -> dict[tuple[
     return dist
 
 
+def shuffled_counts_law(P: np.ndarray, items: list[int], background: int, n_background: int) -> np.ndarray:
+    """The exact law of the shuffled outputs' counts, as a dense array over the counts of outputs ``1..k-1``
+    (output 0's count is implied), when ``n_background`` copies of item ``background`` and then ``items`` are
+    randomized independently by ``P``: the background's counts are multinomial (closed form, in logs), each
+    further item shifts the law by one output. For the shuffle model's many identical other users."""
+    from scipy.special import gammaln
+
+    P = np.asarray(P, dtype=np.float64)
+    k_out, B, total = P.shape[1], int(n_background), int(n_background) + len(items)
+    grids = np.meshgrid(*([np.arange(total + 1)] * (k_out - 1)), indexing="ij", sparse=True)
+    rest = B - sum(grids)
+    ok = rest >= 0
+    for g in grids:
+        ok = ok & (g <= B)
+    p = P[int(background)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = np.log(p)
+        lg = gammaln(B + 1) - gammaln(np.where(ok, rest, 0) + 1) + np.where(ok, rest, 0) * logp[0]
+        for j, g in enumerate(grids, start=1):
+            gg = np.where(ok, g, 0)
+            lg = lg - gammaln(gg + 1) + np.where(gg > 0, gg * logp[j], 0.0)
+    law = np.exp(np.where(ok, lg, -np.inf))
+    for x in items:
+        nxt = P[x, 0] * law
+        for j in range(1, k_out):
+            nxt = nxt + P[x, j] * np.roll(law, 1, axis=j - 1)  # (the last slot is empty: no wrap-around mass)
+        law = nxt
+    return law
+
+
 def audit_shuffled(
     P: np.ndarray,
     D: np.ndarray,
@@ -155,7 +185,11 @@ def audit_shuffled(
 
     k = P.shape[0]
     sets = list(combinations_with_replacement(range(k), m))
-    dists = {s: shuffled_output_distribution(P, list(background) + list(s)) for s in sets}
+    same = len(set(background)) == 1 and (len(background) + m + 1) ** (P.shape[1] - 1) <= 4_000_000
+    if same:  # many identical other users (the shuffle model): their counts are multinomial, in closed form
+        dense = {s: shuffled_counts_law(P, list(s), background[0], len(background)) for s in sets}
+    else:
+        dists = {s: shuffled_output_distribution(P, list(background) + list(s)) for s in sets}
     worst_ratio, worst = -math.inf, None
     checked = 0
     for i, a in enumerate(sets):
@@ -166,7 +200,7 @@ def audit_shuffled(
             if d == 0:
                 continue
             eps, delta = claim(d)
-            hs = _hockey_stick_laws(dists[a], dists[b], eps)
+            hs = hockey_stick(dense[a], dense[b], eps) if same else _hockey_stick_laws(dists[a], dists[b], eps)
             excess = hs - delta
             if excess > worst_ratio:
                 worst_ratio, worst = excess, (a, b, d, eps, delta, hs)
@@ -192,6 +226,7 @@ def audit_itemwise(
     delta: float = 1e-9,
     max_pairs: int = 400,
     name: str | None = None,
+    inner_delta: float | None = None,
 ) -> AuditResult:
     """Exact audit of :func:`userdp.dem.priv_emd_itemwise` as the library runs it.
 
@@ -217,7 +252,7 @@ def audit_itemwise(
         None,
         FiniteDomain(np.arange(k)),
     )
-    rel = priv_emd_itemwise(ds, randomizer, "local" if n is None else "central", delta)
+    rel = priv_emd_itemwise(ds, randomizer, "local" if n is None else "central", delta, inner_delta=inner_delta)
     g = rel.guarantee
     res = audit_shuffled(
         randomizer.transition_matrix(),
@@ -247,9 +282,11 @@ def audit_frequency(
     is post-processing of them)."""
     from .dem.frequency import frequency_randomizer
 
-    rz, _ = frequency_randomizer(space, alpha, delta_prime, int(m), n, randomizer)
-    name = f"FreqEstLocal ({type(rz).__name__}, m = {m}, {'local' if n is None else 'central'})"
-    return audit_itemwise(rz, int(m), n, delta_prime, max_pairs, name=name)
+    rz, cal = frequency_randomizer(space, alpha, delta_prime, int(m), n, randomizer)
+    name = f"FreqEstLocal ({type(rz).__name__}, m = {m}, {'local' if n is None else 'central'}, {cal.route})"
+    # the claim exactly as freq_est_local states it: the accountant's target and inner delta
+    return audit_itemwise(rz, int(m), n, cal.delta_prime_target, max_pairs, name=name,
+                          inner_delta=cal.best.delta or None)  # fmt: skip
 
 
 def audit_sampled(

@@ -295,7 +295,14 @@ def to_arrow(table: Any) -> pa.Table:
         return pa.Table.from_batches([table])
     mod = type(table).__module__
     if mod.startswith("pandas"):
-        return pa.Table.from_pandas(table, preserve_index=False)
+        try:
+            return pa.Table.from_pandas(table, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+            # pyarrow's message quotes the offending value (a person's key, say): only its kind is reported
+            raise DataError(
+                f"could not convert the DataFrame ({type(exc).__name__}): a column mixes types (e.g. numbers and "
+                "text); give it one type"
+            ) from None
     if mod.startswith("polars"):
         return table.to_arrow()
     if isinstance(table, dict):
@@ -410,14 +417,18 @@ def _column_numpy(col: pa.ChunkedArray, name: str) -> np.ndarray:
 
 
 def _user_keys(users: Sequence[Any] | np.ndarray) -> np.ndarray:
-    """User keys as a 1-D array of numbers or strings (finite numbers: a NaN key would be no one)."""
+    """User keys as a 1-D array of integers or strings."""
     users = np.asarray(users)
     if users.ndim != 1:
         raise DataError("users must be a 1-D array")
+    if users.size == 0 and users.dtype.kind not in "iuUSO":
+        return np.empty(0, dtype=np.int64)  # no rows: no persons (an empty list has no type)
     if users.dtype.kind == "f":
-        if not np.all(np.isfinite(users)):
-            raise DataError("user keys contain NaN or inf")
-    elif users.dtype.kind not in "iuUSO":
+        # a column becomes floats when any one row holds a fraction (JSON lines, a list of keys), and floats
+        # merge persons (9007199254740993 and 9007199254740992 are one double): one added person could merge
+        # two others, so no person key is a float
+        raise DataError("person ids must be strings or integers, not floating-point numbers")
+    if users.dtype.kind not in "iuUSO":
         raise DataError(f"unsupported user key type {users.dtype}")
     return users
 
@@ -674,7 +685,9 @@ class UserDataset:
     ) -> UserDataset:
         """Build from a CSV, Parquet or JSON-lines file (see :func:`read_table`)."""
         cols = [user] + ([item] if item is not None else list(items or []))
-        table = read_table(path, columns=cols, format=format)
+        # as the engines read files: the person (and the item ids) as text, never typed by other rows
+        text = [user] + ([item] if item is not None and not isinstance(domain, BoxDomain) else [])
+        table = read_table(path, columns=cols, format=format, text=text)
         return cls.from_table(table, user=user, item=item, items=items, domain=domain)
 
     # -- basic properties -------------------------------------------------------------------------

@@ -83,10 +83,33 @@ def test_exact_audit_of_what_it_releases(n):
     assert res.passed, res
 
 
+def test_exact_audit_on_the_theorem_4_4_route_states_the_release_s_own_claim():
+    """Central (shuffle) model with 500 users, where the accountant takes Theorem 4.4: the audit's claim is the
+    release's guarantee (same target and inner delta), and the exact law of the shuffled outputs (the other
+    users' counts multinomial, in closed form) meets it."""
+    space = FiniteMetric(np.abs(np.array([0.0, 0.3, 1.0])[:, None] - np.array([0.0, 0.3, 1.0])[None, :]))
+    ds = UserDataset(np.arange(501) * 2, np.zeros(1000, dtype=np.int64), np.arange(500), FiniteDomain(np.arange(3)))
+    rel = freq_est_local(ds, space, 2.0, 1e-4, "central", randomizer="exponential", rng=0)
+    assert rel.params["route"] == "theorem 4.4"
+    res = audit_frequency(space, 2.0, 1e-4, 2, 500, randomizer="exponential")
+    assert res.passed and "theorem 4.4" in res.mechanism, res
+    assert rel.guarantee.describe() in res.claimed
+
+
+def test_the_shuffled_law_in_closed_form_is_the_enumerated_one():
+    from userdp.audit import shuffled_counts_law, shuffled_output_distribution
+
+    P = np.array([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]])
+    law = shuffled_counts_law(P, [1, 2], 0, 5)
+    for counts, p in shuffled_output_distribution(P, [0] * 5 + [1, 2]).items():
+        assert abs(law[counts[1], counts[2]] - p) < 1e-15
+    assert abs(law.sum() - 1) < 1e-12
+
+
 def test_a_broken_randomizer_is_caught(monkeypatch):
     """If the randomizer under-reports its alpha_0 (its table is twice as revealing as claimed), the audit
     of the release fails."""
     real = ExponentialRandomizer._realized
-    monkeypatch.setattr(ExponentialRandomizer, "_realized", lambda self: real(self) / 2.5)
+    monkeypatch.setattr(ExponentialRandomizer, "_realized", lambda self, W: real(self, W) / 2.5)
     res = audit_frequency(_line(3), 4.0, 1e-3, 2, None, randomizer="exponential")
     assert not res.passed

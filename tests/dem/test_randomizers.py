@@ -62,15 +62,29 @@ def test_gkrr_unbiased_inverse_closed_form():
     assert np.allclose(g.unbiased_estimate(v), v @ np.linalg.inv(A), atol=1e-10)
 
 
+class _Unnormalized(FiniteMetric):
+    """A finite space whose distances reach 5 (a user's own subclass, not normalized)."""
+
+    def __init__(self):
+        super().__init__(np.array([[0, 1.0, 5.0], [1.0, 0, 4.0], [5.0, 4.0, 0]]))
+
+    def full_matrix(self) -> np.ndarray:
+        return self._D * self.scale
+
+
 def test_exponential_randomizer_exact():
     D = np.array([[0, 0.3, 1.0], [0.3, 0, 0.8], [1.0, 0.8, 0]])
     space = FiniteMetric(D)
     e = ExponentialRandomizer(space, 2.0)
     loss = exact_item_loss(e.transition_matrix(), space.full_matrix())
-    assert loss <= 2.0 and loss == pytest.approx(e.realized_alpha0, rel=1e-9)
-    P = np.exp(-2.0 * D / 2)
+    assert loss <= e.realized_alpha0 <= 2.0 and loss == pytest.approx(e.realized_alpha0, rel=1e-9)
+    assert loss >= 0.99 * 2.0  # the kernel's rate is tuned to use the budget (a rate of alpha_0 used 61% here)
+    rate = -2 * np.log(e.transition_matrix()[0, 1] / e.transition_matrix()[0, 0]) / 0.3
+    P = np.exp(-rate * D / 2)
     P /= P.sum(axis=1, keepdims=True)
-    assert np.allclose(e.transition_matrix(), P, atol=1e-12)
+    assert rate > 2.0 and np.allclose(e.transition_matrix(), P, atol=1e-12)  # exp(-rate d / 2), on integers
+    with pytest.raises(ParameterError, match="normalized"):  # Theorem 4.4 assumes d_X <= 1
+        ExponentialRandomizer(_Unnormalized(), 1.0)
     with pytest.raises(ParameterError):
         ExponentialRandomizer(ClusteredMetric(100, 30, 0.1), 1.0)
 

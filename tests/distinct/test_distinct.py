@@ -323,3 +323,16 @@ def test_release_publishes_nothing_read_off_the_data_but_the_value(method):
                 assert np.array_equal(np.asarray(r1.extras[k]), np.asarray(r2.extras[k])), k
             assert r1.params == r2.params and r1.error.description == r2.error.description
     assert compared > 0
+
+
+def test_large_counts_release_instead_of_overflowing():
+    """Review 20: the lattice value DC / g passed 2^63 once a count reached about l * 9.6 M at epsilon 1 (or a
+    thousand persons at epsilon 10^4), and the release crashed with an OverflowError that depended on the
+    data. The lattice values are Python integers now; the release stays a lower bound at the right scale."""
+    from userdp import plan
+    from userdp.distinct.release import distinct_count
+
+    for eps, count in ((1.0, 2**24), (1.0, 10**12), (10_000.0, 1024)):
+        rel = distinct_count(None, eps, 0.05, 100, counts=np.full(100, count), rng=1)
+        assert count - 50_000 / eps < rel.value <= count + 1e-6 * count
+    assert plan.distinct(1.0, curve=np.full(100, 10**12)).median < 10_000

@@ -169,3 +169,16 @@ def test_a_file_s_persons_are_text_for_points_and_declared_domains(tmp_path, spa
             items = eng.load(path, Columns("user", item="item"), dom)
             hist = eng.histogram_sum(items, normalize=False)
             assert hist.tolist() == [1, 1 + bool(extra)], eng.name
+
+
+def test_a_float_person_id_is_refused_on_every_engine(tmp_path, spark_engine):
+    """JSON lines type a column by all its rows: one person whose id is 1.5 would make the others' ids
+    doubles and merge 9007199254740993 with ...992. Every engine refuses a float person column instead."""
+    from userdp.engines import ChunkedEngine, Columns, get_engine
+    from userdp.errors import DataError
+
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"user": 9007199254740993, "item": "a"}\n{"user": 1.5, "item": "b"}\n')
+    for eng in (get_engine("memory"), ChunkedEngine(rows_per_chunk=1), spark_engine):
+        with pytest.raises(DataError, match="floating-point"):
+            eng.user_sizes(eng.load(path, Columns("user", item="item")))

@@ -13,8 +13,11 @@ from .counts import bounds_pair
 
 def _parameter(args: argparse.Namespace, name: str) -> None:
     """Exactly one of ``--<name>`` (predict the error at it) and ``--target`` (the smallest one reaching it)."""
-    if (getattr(args, name) is None) == (args.target is None):
+    given = getattr(args, name) is not None
+    if given and args.target is not None:
         raise ParameterError(f"pass --{name} (the error it gives) or --target (the {name} it needs), not both")
+    if not given and args.target is None:
+        raise ParameterError(f"pass --{name} (the error it gives) or --target (the {name} it needs)")
 
 
 def _need(args: argparse.Namespace, *names: str) -> None:

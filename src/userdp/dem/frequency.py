@@ -108,6 +108,8 @@ def check_randomizer(space: Any, randomizer: str = "auto") -> bool:
     use_gkrr = randomizer == "gkrr" or (randomizer == "auto" and isinstance(space, ClusteredMetric))
     if use_gkrr and not isinstance(space, ClusteredMetric):
         raise ParameterError("GKRR needs a ClusteredMetric; use randomizer='exponential' on other finite metrics")
+    if not use_gkrr and space.size > 2000:
+        raise ParameterError(f"the exponential randomizer stores a k x k table; k = {space.size} > 2000")
     return use_gkrr
 
 

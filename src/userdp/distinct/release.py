@@ -207,7 +207,7 @@ def release_plan(
         e_sel,
         e_cnt,
         [c for c, _, _ in terms],
-        np.array([k for _, k, _ in terms], dtype=np.int64),
+        np.array([k for _, k, _ in terms], dtype=object),  # Python ints: DC / g exceeds 2^63 at large counts
         np.array([x for _, _, x in terms], dtype=np.int64),
     )
 

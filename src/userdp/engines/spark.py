@@ -141,6 +141,8 @@ class SparkEngine(Engine):
             cond = e if cond is None else (cond | e)
         if df.filter(cond).limit(1).count():
             raise DataError(f"columns {columns.names} have missing values")
+        if isinstance(df.schema[columns.user].dataType, T.FractionalType):
+            raise DataError("person ids must be strings or integers, not floating-point numbers")
         if columns.item is not None:
             itype = df.schema[columns.item].dataType
             if not isinstance(itype, (T.StringType, T.IntegralType)):
