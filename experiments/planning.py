@@ -9,7 +9,8 @@ Releases, data and what is measured (the median and 90% quantile of the error ov
   true curve (what a planner with a public sample of the same data would get);
 * PrivEMDLinear (local): the average distance to Times Square on Foursquare NYC, 400 releases;
 * frequency estimation with GKRR (local, ``delta' = 1e-6``): Foursquare check-in regions (16 public clusters
-  of 9 cells, 100 check-ins sampled per user), ``d_EM`` to the truth, 20 releases;
+  of 9 cells, 100 check-ins sampled per user), ``d_EM`` to the truth, 20 releases; and with the exponential
+  randomizer on a synthetic 50-point line metric (2,000 users of 20 items), 20 releases;
 * heatmaps (``auto`` and ``laplace``): Midtown Manhattan, 64 cells a side, the EMD between the normalized true
   and released heatmaps, 8 releases.
 
@@ -102,6 +103,28 @@ def frequency_rows(fs, runs):
     return rows
 
 
+def exponential_rows(runs):
+    """FreqEstLocal with the exponential randomizer on a synthetic 50-point line (2,000 users of 20 items
+    from two bumps), predicted from the uniform stand-in."""
+    from userdp.data import FiniteDomain, UserDataset
+    from userdp.dem import freq_est_local
+    from userdp.metrics import FiniteMetric
+
+    x = np.arange(50.0)
+    line = FiniteMetric(np.abs(x[:, None] - x[None, :]))
+    p = np.exp(-((x - 12) ** 2) / 18) + 0.6 * np.exp(-((x - 36) ** 2) / 8)
+    items = np.random.default_rng(7).choice(50, size=40_000, p=p / p.sum())
+    ds = UserDataset(np.arange(2001) * 20, items, None, FiniteDomain(np.arange(50)))
+    truth = ds.global_histogram()
+    rows = []
+    for alpha in (25.0, 50.0, 100.0, 200.0):
+        errs = [demd_error(freq_est_local(ds, line, alpha, 1e-6, rng=s).value, truth, line) for s in range(runs)]
+        pred = plan.frequency(alpha, persons=2000, items_per_person=20, space=line, delta=1e-6)
+        rows.append(_row("frequency (exponential, local)", "synthetic line, k = 50", "alpha", alpha, pred, errs,
+                         "simulation, uniform stand-in"))  # fmt: skip
+    return rows
+
+
 def heatmap_rows(fs, runs):
     box, shape = releases.grid_of(MIDTOWN, 64)
     s = user_grid_sum(fs, shape, box, drop_outside=True)
@@ -138,6 +161,7 @@ def main() -> None:
         rows += distinct_rows("imdb", person_element_graph(datasets.imdb_reviews(args.imdb)), 300)
     rows += linear_rows(fs, 100 if q else 400)
     rows += frequency_rows(fs, 5 if q else 20)
+    rows += exponential_rows(5 if q else 20)
     rows += heatmap_rows(fs, 3 if q else 8)
     df = pd.DataFrame(rows)
     OUT.mkdir(exist_ok=True)

@@ -30,6 +30,7 @@ __all__ = [
     "freq_est_local",
     "frequency_randomizer",
     "right_inverse_estimate",
+    "unbiased_estimate",
     "hadamard_weights",
     "hadamard_transition_matrix",
     "hadamard_response",
@@ -97,6 +98,16 @@ def right_inverse_estimate(A: np.ndarray, v: np.ndarray, rcond: float = 1e-10) -
     # A = U S V^T, so H A = v  =>  H = v V S^+ U^T restricted to the kept singular directions
     H = ((v @ vt[:r].T) / sv[:r]) @ u[:, :r].T
     return H, {"inverse": "truncated SVD", "condition": cond, "rank": r}
+
+
+def unbiased_estimate(randomizer: Any, v: np.ndarray) -> tuple[np.ndarray, dict]:
+    """Algorithm 4's ``H = v B`` for the released histogram ``v``: GKRR's closed-form inverse, else
+    :func:`right_inverse_estimate` of the randomizer's transition matrix (exact when well conditioned, a
+    truncated SVD otherwise). Returns ``(H, info)``, the info naming the randomizer and the inverse used."""
+    if isinstance(randomizer, GKRR):
+        return randomizer.unbiased_estimate(v), {"randomizer": "GKRR", "inverse": "exact (closed form)"}
+    H, info = right_inverse_estimate(randomizer.transition_matrix(), v)
+    return H, {"randomizer": type(randomizer).__name__, **info}
 
 
 def check_randomizer(space: Any, randomizer: str = "auto") -> bool:
@@ -175,16 +186,12 @@ def freq_est_local(
             f"{alpha:.6g}, delta' = {target:.3g}: lower alpha (or raise delta_prime), or pass allow_weaker=True "
             "to release the weaker guarantee"
         )
-    v = rel.extras["histogram"]
-    if isinstance(rz, GKRR):
-        H, info = rz.unbiased_estimate(v), {"inverse": "exact (closed form)"}
-    else:
-        H, info = right_inverse_estimate(rz.transition_matrix(), v)
+    H, info = unbiased_estimate(rz, rel.extras["histogram"])
     est = project_simplex(H)
     params = dict(rel.params)
     params.update(
         {"alpha": float(alpha), "delta_prime": target, "route": rel.params["route"], "weaker_than_requested": weaker,
-         "randomizer": type(rz).__name__, **info}
+         **info, "randomizer": type(rz).__name__}
     )  # fmt: skip
     name = "GKRR" if isinstance(rz, GKRR) else "exponential randomizer"
     bound = "Theorem 6.6 / Corollary 6.8" if isinstance(rz, GKRR) else "Theorem 6.5 (with B = the inverse used)"

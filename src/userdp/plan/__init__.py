@@ -13,8 +13,8 @@ sizes: the calibrated predictors), with the paper's theorem bound beside it:
 * :func:`distinct` -- Knop & Steinke's distinct count: the exact law on a count curve (given or
   :func:`synthetic_curve`), and Theorem 1.1 / Eq. (8) with userdp's constants (:func:`theorem_bound`).
 * :func:`linear` -- PrivEMDLinear (Lemma 4.2's noise): the sampler's own draws.
-* :func:`frequency` -- FreqEstLocal with GKRR: simulated through GKRR's exact law; Theorem 6.6 / Corollary
-  6.8 beside it.
+* :func:`frequency` -- FreqEstLocal (GKRR, or the exponential randomizer on any finite metric): simulated
+  through the randomizer's exact law; Theorem 6.6 / Corollary 6.8 beside it for GKRR.
 * :func:`heatmap` -- the DP heatmap: simulated releases on a stand-in density; Theorem 3.1's order beside it.
 * :func:`histogram` -- the user-level Laplace histogram: one cell's noise, exact. (PrivEMDItemWise releases
   the randomized items themselves; the error of the estimate made from them is :func:`frequency`'s.)

@@ -108,9 +108,11 @@ def frequency(
     *,
     persons: int,
     items_per_person: int,
-    clusters: int,
-    cluster_size: int,
-    r: float,
+    clusters: int | None = None,
+    cluster_size: int | None = None,
+    r: float | None = None,
+    space: object | None = None,
+    randomizer: str = "auto",
     delta: float | None = None,
     model: str = "local",
     truth: np.ndarray | None = None,
@@ -118,56 +120,67 @@ def frequency(
     reps: int = 100,
     seed: int = 0,
 ) -> Prediction:
-    """The predicted ``d_EM`` error of :func:`userdp.releases.frequency` (FreqEstLocal with GKRR on the
-    clustered metric of ``clusters`` clusters of ``cluster_size`` items at distance ``r`` within a cluster)
-    for ``persons`` users holding ``items_per_person`` items each (public under bounded d_EM-DP).
+    """The predicted ``d_EM`` error of :func:`userdp.releases.frequency` (FreqEstLocal, Algorithm 4) for
+    ``persons`` users holding ``items_per_person`` items each (public under bounded d_EM-DP), on the
+    clustered metric of ``clusters`` clusters of ``cluster_size`` items at distance ``r`` within a cluster,
+    or on any finite metric ``space``; ``randomizer`` as in the release (GKRR on a clustered metric, the
+    exponential randomizer on others).
 
-    ``truth`` is a public stand-in histogram (default uniform). ``extra["theorem"]`` holds the expectation
-    bound of Theorem 6.6, Eq. (9) (local), or Corollary 6.8 (central), with ``s = clusters``,
-    ``t = cluster_size`` and the calibrated ``alpha_0``."""
-    from ..dem.frequency import demd_error, project_simplex
+    Each simulated release randomizes every item of a public stand-in histogram ``truth`` (default uniform)
+    by the randomizer's exact transition law (multinomial counts per true item), with the randomizer and
+    calibration the release uses (:func:`userdp.dem.frequency.frequency_randomizer`), then estimates
+    (:func:`userdp.dem.frequency.unbiased_estimate`) and projects as the release does. ``extra["theorem"]``
+    is Theorem 6.6's Eq. (9) at the calibrated ``alpha_0`` (central: Corollary 6.8) for GKRR, and None for
+    the exponential randomizer (the paper bounds no other randomizer in closed form)."""
+    from ..dem.frequency import demd_error, frequency_randomizer, project_simplex, unbiased_estimate
     from ..dem.randomizers import GKRR
     from ..metrics import ClusteredMetric
-    from ..privacy.accounting import calibrate
 
     cs = confidences(confidence)
-    n, m, s, t = int(persons), int(items_per_person), int(clusters), int(cluster_size)
-    if min(n, m, s, t) < 1:
-        raise ParameterError("persons, items_per_person, clusters and cluster_size must be at least 1")
+    n, m = int(persons), int(items_per_person)
+    if min(n, m) < 1:
+        raise ParameterError("persons and items_per_person must be at least 1")
     if model not in ("local", "central"):
         raise ParameterError(f"model must be local or central, got {model!r}")
-    space = ClusteredMetric(s, t, float(r))
+    if space is None:
+        if clusters is None or cluster_size is None or r is None:
+            raise ParameterError("give the metric: space=, or clusters, cluster_size and r of a clustered metric")
+        space = ClusteredMetric(int(clusters), int(cluster_size), float(r))
+    rz, cal = frequency_randomizer(space, float(alpha), float(delta or 0.0), m, n if model == "central" else None,
+                                   randomizer)  # fmt: skip
     k = space.size
-    cal = calibrate(float(alpha), float(delta or 0.0), m, n=n if model == "central" else None)
-    gk = GKRR(space, min(cal.alpha0, 40.0))
     p = np.full(k, 1.0 / k) if truth is None else np.asarray(truth, dtype=np.float64)
     if p.shape != (k,) or np.any(p < 0) or not p.sum() > 0:
         raise ParameterError(f"the stand-in histogram needs {k} non-negative weights")
     counts = np.floor(p / p.sum() * n * m).astype(np.int64)
     counts[: n * m - int(counts.sum())] += 1  # n m items in all
     true_hist = counts / counts.sum()
-    a = gk.transition_matrix()
+    a = rz.transition_matrix()
+    a = a / a.sum(axis=1, keepdims=True)  # (float rounding of the rows)
     rng = np.random.default_rng(seed)
     errs = np.empty(int(reps))
     for i in range(int(reps)):
         v = np.zeros(k)
         for x in np.flatnonzero(counts):
             v += rng.multinomial(counts[x], a[x])
-        errs[i] = demd_error(project_simplex(gk.unbiased_estimate(v / v.sum())), true_hist, space)
+        errs[i] = demd_error(project_simplex(unbiased_estimate(rz, v / v.sum())[0]), true_hist, space)
     qs = {c: float(np.quantile(errs, c)) for c in cs}
-    a0 = gk.realized_alpha0
-    # Theorem 6.6, Eq. (9), at the calibrated alpha_0 (central, Corollary 6.8: one user holding all n m items)
-    e0, e1 = math.exp(a0), math.exp((1 - float(r)) * a0)
-    bound = float(r) * math.sqrt(s * t**3 / (m * n)) * (e0 + s) / (e0 - e1) + math.sqrt(s**2 * t**2 / (m * n)) * (
-        math.sqrt(s + 2 * (e0 - 1)) / (e0 + (t - 1) * e1 - t)
-    )
+    a0 = rz.realized_alpha0
+    bound = None
+    if isinstance(rz, GKRR):  # Theorem 6.6, Eq. (9), at the calibrated alpha_0 (central: Corollary 6.8)
+        s_, t_, r_ = space.n_clusters, space.cluster_size, space.r
+        e0, e1 = math.exp(a0), math.exp((1 - r_) * a0)
+        bound = r_ * math.sqrt(s_ * t_**3 / (m * n)) * (e0 + s_) / (e0 - e1) + math.sqrt(
+            s_**2 * t_**2 / (m * n)
+        ) * (math.sqrt(s_ + 2 * (e0 - 1)) / (e0 + (t_ - 1) * e1 - t_))
+    name = "GKRR" if isinstance(rz, GKRR) else "the exponential randomizer"
     extra = {"alpha0": a0, "route": cal.route, "theorem": bound, "mean": float(errs.mean())}
     stand_in = "given" if truth is not None else "uniform"
     basis = (
-        f"{int(reps)} simulated releases: {n * m} items of a {stand_in} histogram through GKRR's exact law "
+        f"{int(reps)} simulated releases: {n * m} items of a {stand_in} histogram through {name}'s exact law "
         f"(alpha_0 = {a0:.4g}), estimated and projected as the release does"
     )
-    return Prediction("frequency (GKRR)", "d_EM(estimate, true histogram)", qs, False, basis, extra)
+    return Prediction(f"frequency ({name})", "d_EM(estimate, true histogram)", qs, False, basis, extra)
 
 
 def frequency_alpha(target: float, confidence: float = 0.9, **kwargs) -> float:

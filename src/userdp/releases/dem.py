@@ -17,7 +17,7 @@ import numpy as np
 
 from ..data import FiniteDomain, table_of
 from ..dem import GKRR, itemwise_guarantee, linear_release, project_simplex
-from ..dem.frequency import check_randomizer, frequency_randomizer, gkrr_interval_halfwidth, right_inverse_estimate
+from ..dem.frequency import check_randomizer, frequency_randomizer, gkrr_interval_halfwidth, unbiased_estimate
 from ..dem.linear import _check_linear
 from ..engines import Columns, Engine, get_engine
 from ..errors import DataError, ParameterError
@@ -239,7 +239,7 @@ def itemwise(
     )
     hist = counts / counts.sum()
     err, ci = _intervals(gk, counts, samples, beta)
-    H, info = _unbiased(gk, hist)
+    H, info = unbiased_estimate(gk, hist)
     params.update(info)
     extras = {"counts": counts, "unbiased": H, **ci, **fields}
     return Release(hist, g, "PrivEMDItemWise (Algorithm 2)", params, err, extras)
@@ -248,15 +248,6 @@ def itemwise(
 def _check_beta(beta: float) -> None:
     if not (isinstance(beta, (int, float)) and 0 < beta < 1):
         raise ParameterError(f"beta (the intervals' failure probability) must lie in (0, 1), got {beta!r}")
-
-
-def _unbiased(rz: Any, hist: np.ndarray) -> tuple[np.ndarray, dict]:
-    """Algorithm 4's ``H = v B``: GKRR's closed-form inverse, else :func:`~userdp.dem.frequency.right_inverse_estimate`
-    (exact when well conditioned, a truncated SVD otherwise; the info says which)."""
-    if isinstance(rz, GKRR):
-        return rz.unbiased_estimate(hist), {"randomizer": "GKRR", "inverse": "exact (closed form)"}
-    H, info = right_inverse_estimate(rz.transition_matrix(), hist)
-    return H, {"randomizer": type(rz).__name__, **info}
 
 
 def _intervals(rz: Any, counts: np.ndarray, samples: int | None, beta: float):
@@ -309,7 +300,7 @@ def frequency(
     gk, counts, g, params, fields = _randomized_counts(
         source, space, domain, alpha, delta, model, samples, r, allow_weaker, user, item, engine, rng, randomizer
     )
-    H, info = _unbiased(gk, counts / counts.sum())
+    H, info = unbiased_estimate(gk, counts / counts.sum())
     params.update(info)
     central = Model(model) is Model.CENTRAL
     kind = "GKRR" if isinstance(gk, GKRR) else "exponential randomizer"
