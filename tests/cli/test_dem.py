@@ -266,3 +266,31 @@ def test_top_items_with_intervals(files, capsys, command):
     for bad, msg in ((["--top", "0"], "--top"), (["--beta", "1"], "--beta"), (["--beta", "0"], "--beta")):
         assert main([*base, "--delta", "1e-6", *bad]) == 2
         assert capsys.readouterr().err.startswith(f"userdp: error: {msg} must lie in")
+
+
+def test_freq_on_a_distance_matrix(files, capsys):
+    """--metric matrix: any public finite metric from a distance file (labels, then one column per label); the
+    exponential randomizer; the top items without GKRR's intervals; malformed matrices and --r refused before
+    the data (exit 2)."""
+    labels = [f"{b}{c}" for b in "ABC" for c in range(4)]
+    x = np.arange(12.0)
+    rows = ["item," + ",".join(labels)] + [f"{a}," + ",".join(f"{abs(x[i] - x[j]):g}" for j in range(12))
+                                           for i, a in enumerate(labels)]  # fmt: skip
+    (files / "dist.csv").write_text("\n".join(rows) + "\n")
+    argv = ["freq", str(files / "data.csv"), "--user", "user", "--item", "item", "--metric", "matrix",
+            "--domain", str(files / "dist.csv"), "--alpha", "100", "--delta", "1e-6", "--samples", "10", "--json",
+            "--seed", "1"]  # fmt: skip
+    out = _run(capsys, argv)
+    assert "exponential randomizer" in out["mechanism"] and len(out["estimate"]) == 12
+    assert sum(out["estimate"].values()) == pytest.approx(1.0)
+    assert out["top"] and "low" not in out["top"][0]
+    (files / "bad.csv").write_text("item,A0,A1\nA0,0,1\nA1,2,0\n")  # not symmetric
+    for bad in (["--domain", str(files / "bad.csv")], ["--r", "0.2"]):
+        a = list(argv)
+        if bad[0] == "--domain":
+            a[a.index("--domain") + 1] = bad[1]
+        else:
+            a += bad
+        assert main(a) == 2
+        err = capsys.readouterr().err
+        assert "error:" in err and "Traceback" not in err

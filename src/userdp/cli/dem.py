@@ -83,11 +83,15 @@ def _point_space(args: argparse.Namespace):
 
 
 def _clustered(args: argparse.Namespace):
-    """The public clustered metric and domain of ``--domain`` (read and checked before any data)."""
-    _refuse_unused({"--r-discrete": _without_samples(args)})
+    """The public metric and domain of ``--domain`` (read and checked before any data): a clustered metric
+    from ``item,cluster``, or any finite metric from a distance matrix (``--metric matrix``)."""
+    _refuse_unused({"--r-discrete": _without_samples(args),
+                    "--r": "--metric matrix" if args.metric == "matrix" and args.r is not None else None})  # fmt: skip
     if not 0 < args.beta < 1:
         raise ParameterError(f"--beta must lie in (0, 1), got {args.beta:g}")
-    space, domain, _ = releases.clustered_domain_from_table(args.domain, args.r)
+    if args.metric == "matrix":
+        return releases.metric_domain_from_table(args.domain)
+    space, domain, _ = releases.clustered_domain_from_table(args.domain, 0.1 if args.r is None else args.r)
     return space, domain
 
 
@@ -109,19 +113,18 @@ def _top(rel, domain, k: int) -> tuple[dict, list[dict]]:
     """Every item's unbiased estimate, and the ``k`` largest with their simultaneous intervals (clipped to
     [0, 1], where every true share lies)."""
     H = np.asarray(rel.extras["unbiased"], dtype=np.float64)
-    w = rel.extras["interval_halfwidth"]
+    w = rel.extras.get("interval_halfwidth")  # (GKRR's; the exponential randomizer states no intervals)
     labels = [str(x) for x in domain.labels]
     order = np.argsort(-H, kind="stable")[:k]
     top = [
-        {
-            "item": labels[i],
-            "unbiased": float(H[i]),
-            "low": float(max(H[i] - w, 0.0)),
-            "high": float(min(H[i] + w, 1.0)),
-            "distinguishable_from_zero": bool(H[i] - w > 0),
-        }
+        {"item": labels[i], "unbiased": float(H[i])}
+        | (
+            {"low": float(max(H[i] - w, 0.0)), "high": float(min(H[i] + w, 1.0)),
+             "distinguishable_from_zero": bool(H[i] - w > 0)}
+            if w is not None else {}
+        )
         for i in order
-    ]
+    ]  # fmt: skip
     return {labels[i]: float(v) for i, v in enumerate(H)}, top
 
 
@@ -151,14 +154,12 @@ def _emit(args: argparse.Namespace, rel, estimate, extra: dict, top: list[dict] 
     fields = {k: rel.extras[k] for k in _FIELDS if k in rel.extras}
     extra = {**extra, "engine": args.engine, **fields}
     out = {"mechanism": rel.mechanism, "guarantee": rel.guarantee.describe(), "estimate": estimate, **extra}
+    w = rel.extras.get("interval_halfwidth")  # GKRR's simultaneous intervals (the exponential randomizer: none)
     if top is not None:
-        out.update(
-            top=top,
-            interval_halfwidth=rel.extras["interval_halfwidth"],
-            interval_confidence=rel.extras["interval_confidence"],
-            error=rel.error.description,
-            informative=bool(rel.extras["interval_halfwidth"] < 0.5),
-        )
+        out.update(top=top, error=rel.error.description)
+        if w is not None:
+            out.update(interval_halfwidth=w, interval_confidence=rel.extras["interval_confidence"],
+                       informative=bool(w < 0.5))  # fmt: skip
     if args.json:
         warn_seed(args, out)
         print_json(out)
@@ -181,6 +182,13 @@ def _emit(args: argparse.Namespace, rel, estimate, extra: dict, top: list[dict] 
     if top is None:
         con.print(f"estimate: {estimate}")
         return 0
+    if w is None:
+        et = Table("item", "share (unbiased estimate)")
+        for row in top:
+            et.add_row(row["item"], f"{row['unbiased']:.4f}")
+        con.print(et)
+        con.print(f"The {len(top)} largest of {len(estimate)} items by the unbiased estimate. {rel.error.description}.")
+        return 0
     conf = rel.extras["interval_confidence"]
     et = Table("item", "share (unbiased estimate)", f"{conf:.0%} interval (all items at once)", "")
     for row in top:
@@ -190,7 +198,6 @@ def _emit(args: argparse.Namespace, rel, estimate, extra: dict, top: list[dict] 
         mark = "" if shown == row["unbiased"] else f" (unclipped {row['unbiased']:.3g})"
         et.add_row(row["item"], f"{shown:.4f}{mark}", f"[{row['low']:.4f}, {row['high']:.4f}]", note)
     con.print(et)
-    w = rel.extras["interval_halfwidth"]
     if w >= 0.5:
         con.print(
             f"[bold yellow]note:[/] at these parameters the noise (±{w:.3g} on a share) exceeds any share: this "
@@ -279,20 +286,22 @@ def add_parser(sub) -> None:
         p.add_argument(
             "--domain",
             required=True,
-            help="public domain file with columns item,cluster; every cluster must hold the same number of items "
-            "(pad a small cluster with placeholder items that never occur)",
+            help="public domain file: clustered, columns item,cluster, every cluster the same number of items "
+            "(pad a small cluster with placeholder items that never occur); matrix, a column item and one "
+            "column of distances per item, in the same order",
         )
         p.add_argument(
             "--metric",
-            choices=["clustered"],
+            choices=["clustered", "matrix"],
             default="clustered",
-            help="the metric between items: 0 for the same item, r within a cluster, 1 across clusters",
+            help="clustered: 0 for the same item, r within a cluster, 1 across clusters (GKRR); matrix: the "
+            "distances of the --domain file, normalized by the largest (the exponential randomizer)",
         )
         p.add_argument(
             "--r",
             type=number(float, 0.0, 1.0, low_open=True),
-            default=0.1,
-            help="clustered: the distance between items of one cluster",
+            default=None,
+            help="clustered: the distance between items of one cluster (default 0.1)",
         )
         p.add_argument(
             "--top", type=number(int, 1, 10**6), default=10, help="print the K items with the largest estimates"
@@ -306,7 +315,8 @@ def add_parser(sub) -> None:
 
     it = sub.add_parser(
         "itemwise",
-        help="PrivEMDItemWise with GKRR on a clustered metric: every item randomized, the top items estimated",
+        help="PrivEMDItemWise (GKRR on a clustered metric, the exponential randomizer on a distance matrix): "
+        "every item randomized, the top items estimated",
         epilog="example:\n  userdp itemwise data.csv --user user --item item --domain domain.csv \\\n"
         "      --alpha 20 --delta 1e-6 --model central",
     )
@@ -314,9 +324,12 @@ def add_parser(sub) -> None:
     it.set_defaults(func=cmd_itemwise)
     fr = sub.add_parser(
         "freq",
-        help="frequency estimation (FreqEstLocal + GKRR) on a clustered metric, top items with intervals",
+        help="frequency estimation (FreqEstLocal: GKRR on a clustered metric, top items with intervals; the "
+        "exponential randomizer on any distance matrix)",
         epilog="example:\n  userdp freq data.csv --user user --item item --domain domain.csv \\\n"
-        "      --alpha 20 --delta 1e-6 --samples 50",
+        "      --alpha 20 --delta 1e-6 --samples 50\n"
+        "  userdp freq data.csv --user user --item item --metric matrix --domain distances.csv \\\n"
+        "      --alpha 100 --delta 1e-6 --samples 50",
     )
     clustered(fr)
     fr.set_defaults(func=cmd_freq)

@@ -17,7 +17,15 @@ the same release on every engine.
 from __future__ import annotations
 
 from .counts import key_counts
-from .dem import clustered_domain_from_table, distance_query, frequency, itemwise, linear, mean_query
+from .dem import (
+    clustered_domain_from_table,
+    distance_query,
+    frequency,
+    itemwise,
+    linear,
+    mean_query,
+    metric_domain_from_table,
+)
 from .distinct import distinct
 from .heatmap import ALGORITHMS, grid_of, heatmap
 from .histogram import histogram
@@ -28,6 +36,7 @@ __all__ = [
     "ALGORITHMS",
     "Request",
     "clustered_domain_from_table",
+    "metric_domain_from_table",
     "deliver",
     "distance_query",
     "distinct",

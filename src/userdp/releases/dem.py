@@ -21,7 +21,7 @@ from ..dem.frequency import check_randomizer, frequency_randomizer, gkrr_interva
 from ..dem.linear import _check_linear
 from ..engines import Columns, Engine, get_engine
 from ..errors import DataError, ParameterError
-from ..metrics import ClusteredMetric, FiniteSpace, GreatCircleMetric, haversine_km
+from ..metrics import ClusteredMetric, FiniteMetric, FiniteSpace, GreatCircleMetric, haversine_km
 from ..noise import KeyedStreams, RngLike, resolve_rng
 from ..privacy.guarantees import Model
 from ..privacy.result import ErrorStatement, Release
@@ -30,6 +30,7 @@ from .request import deliver, plan_request
 __all__ = [
     "PointQuery",
     "clustered_domain_from_table",
+    "metric_domain_from_table",
     "distance_query",
     "frequency",
     "itemwise",
@@ -92,6 +93,25 @@ def clustered_domain_from_table(source: Any, r: float) -> tuple[ClusteredMetric,
     labels = [it for c in order for it in order[c]]
     space = ClusteredMetric(len(order), sizes.pop(), r)
     return space, FiniteDomain(np.array(labels, dtype=object)), np.array(list(order), dtype=object)
+
+
+def metric_domain_from_table(source: Any) -> tuple[FiniteMetric, FiniteDomain]:
+    """A public distance matrix (a path or a table): a column ``item`` of labels and one column per label,
+    in the same order, holding the distances (any unit; normalized by the largest). Returns the metric
+    (checked: symmetric, zero diagonal, positive elsewhere, triangle inequality) and the domain."""
+    t = table_of(source)
+    if "item" not in t.column_names:
+        raise DataError("the distance matrix needs a column 'item' of labels, then one column per label")
+    labels = [str(x) for x in t.column("item").to_pylist()]
+    others = [c for c in t.column_names if c != "item"]
+    if [str(c) for c in others] != labels:
+        raise DataError("the distance matrix's columns must be the labels of its 'item' column, in that order")
+    try:
+        D = np.column_stack([np.asarray(t.column(c).to_numpy(zero_copy_only=False), dtype=np.float64)
+                             for c in others])  # fmt: skip
+    except (TypeError, ValueError):
+        raise DataError("the distance matrix must hold numbers") from None
+    return FiniteMetric(D), FiniteDomain(np.array(labels, dtype=object))
 
 
 def linear(
@@ -256,7 +276,7 @@ def _intervals(rz: Any, counts: np.ndarray, samples: int | None, beta: float):
     their noise law without intervals."""
     if not isinstance(rz, GKRR):
         return ErrorStatement(
-            f"the exponential randomizer's exact law at alpha_0 = {rz.realized_alpha0:.4g} on every item; no "
+            f"The exponential randomizer's exact law at alpha_0 = {rz.realized_alpha0:.4g} on every item; no "
             "simultaneous intervals (their Bernstein bound is derived for GKRR)"
         ), {}
     gk = rz
