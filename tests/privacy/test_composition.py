@@ -85,3 +85,38 @@ def test_userdp_ledger_show_prints_the_tight_total(tmp_path, capsys):
     assert main(["ledger", "show", str(path)]) == 0
     out = capsys.readouterr().out
     assert "tight composition" in out and "epsilon 10" in out
+
+
+def test_laplace_gaussian_discrete_gaussian_and_randomized_response_have_their_exact_plds():
+    """Each mechanism's tight epsilon is the package's own (its PLD), is at most basic composition's, and is
+    right on closed forms: one Laplace of scale b at sensitivity 1 is exactly 1/b-DP; one Gaussian's delta at
+    the tight epsilon is its exact delta (Balle & Wang); a single randomized response is ln(1 + (1-p)k/p)."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    from userdp.privacy.composition import (
+        DiscreteGaussianLoss,
+        GaussianLoss,
+        LaplaceLoss,
+        RandomizedResponseLoss,
+        _gaussian_delta,
+    )
+
+    assert tight_epsilon([LaplaceLoss(2.0)], 1e-9) == pytest.approx(0.5, abs=2e-3)
+    lap = pld.from_laplace_mechanism(2.0).self_compose(10)
+    assert tight_epsilon([LaplaceLoss(2.0)] * 10, 1e-6) == pytest.approx(lap.get_epsilon_for_delta(1e-6), rel=1e-9)
+    assert tight_epsilon([LaplaceLoss(2.0)] * 10, 1e-6) < 5.0  # basic composition: 10 / 2
+    g = tight_epsilon([GaussianLoss(3.0)], 1e-5)
+    assert _gaussian_delta(3.0, 1.0, g) <= 1e-5 * (1 + 1e-3) and _gaussian_delta(3.0, 1.0, g - 0.01) > 1e-5
+    own = pld.from_gaussian_mechanism(3.0).self_compose(4).get_epsilon_for_delta(1e-5)
+    assert tight_epsilon([GaussianLoss(3.0)] * 4, 1e-5) == pytest.approx(own, rel=1e-9)
+    dg = pld.from_discrete_gaussian_mechanism(5.0, sensitivity=2).self_compose(3).get_epsilon_for_delta(1e-6)
+    assert tight_epsilon([DiscreteGaussianLoss(5.0, 2)] * 3, 1e-6) == pytest.approx(dg, rel=1e-9)
+    rr = RandomizedResponseLoss(0.5, 4)
+    assert rr.epsilon_delta()[0] == pytest.approx(math.log(1 + 0.5 * 4 / 0.5))
+    assert tight_epsilon([rr], 0.0) == pytest.approx(rr.epsilon_delta()[0], abs=2e-3)
+    for loss in (LaplaceLoss(1.5, 2.0), GaussianLoss(2.0, 1.0, 1.0), DiscreteGaussianLoss(3.0), rr):
+        assert loss_from_dict(loss.to_dict()) == loss  # stored in the ledger and read back
+    with pytest.raises(ParameterError):
+        LaplaceLoss(0.0)
+    with pytest.raises(ParameterError):
+        RandomizedResponseLoss(0.5, 1)

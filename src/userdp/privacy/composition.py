@@ -17,6 +17,11 @@ A release states its loss as a tuple of :class:`PrivacyLoss` parts (composed seq
 * :class:`DiscreteLaplaceLoss` ``(scale_steps, sensitivity_steps)``: userdp's lattice Laplace on a scalar
   (``P[x] ∝ exp(-|x| / t)`` on the lattice, a query that moves by at most ``s`` steps after rounding). Its
   exact PLD.
+* :class:`LaplaceLoss`, :class:`GaussianLoss`, :class:`DiscreteGaussianLoss` and
+  :class:`RandomizedResponseLoss`: the continuous Laplace and Gaussian mechanisms, the discrete Gaussian on
+  the integers and k-ary randomized response, each with its exact PLD from ``dp-accounting``, for callers
+  stating their own mechanisms. The exponential mechanism has no PLD independent of its scores; it is
+  stated as the :class:`DPLoss` ``(epsilon, 0)`` it guarantees.
 
 The ledger (:class:`~userdp.privacy.Session`) composes every entry as the :class:`DPLoss` of its cost
 unless the caller states its loss more exactly (``Session.charge(..., losses=...)``). userdp's own releases
@@ -38,7 +43,11 @@ from ..errors import ParameterError
 
 __all__ = [
     "DPLoss",
+    "DiscreteGaussianLoss",
     "DiscreteLaplaceLoss",
+    "GaussianLoss",
+    "LaplaceLoss",
+    "RandomizedResponseLoss",
     "PrivacyLoss",
     "basic_epsilon",
     "loss_from_dict",
@@ -90,7 +99,92 @@ class DiscreteLaplaceLoss(PrivacyLoss):
         return self.sensitivity_steps / self.scale_steps, 0.0
 
 
-_KINDS = {c.__name__: c for c in (DPLoss, DiscreteLaplaceLoss)}
+@dataclass(frozen=True)
+class LaplaceLoss(PrivacyLoss):
+    """The continuous Laplace mechanism of scale ``scale`` on a query of l1 sensitivity ``sensitivity``."""
+
+    scale: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (self.scale > 0 and math.isfinite(self.scale)) or not self.sensitivity >= 0:
+            raise ParameterError(f"a Laplace loss needs a scale > 0 and a sensitivity >= 0, got {self}")
+
+    def epsilon_delta(self) -> tuple[float, float]:
+        return self.sensitivity / self.scale, 0.0
+
+
+def _gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
+    """The Gaussian mechanism's exact delta at epsilon (Balle & Wang 2018, Theorem 8)."""
+    from scipy.special import ndtr
+
+    if sensitivity == 0:
+        return 0.0
+    a = sensitivity / (2 * sigma)
+    b = epsilon * sigma / sensitivity
+    return float(ndtr(a - b) - math.exp(epsilon) * ndtr(-a - b))
+
+
+@dataclass(frozen=True)
+class GaussianLoss(PrivacyLoss):
+    """The continuous Gaussian mechanism of standard deviation ``sigma`` on a query of l2 sensitivity
+    ``sensitivity``. Basic composition charges it at ``epsilon`` with its exact delta there."""
+
+    sigma: float
+    sensitivity: float = 1.0
+    epsilon: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (self.sigma > 0 and math.isfinite(self.sigma)) or not self.sensitivity >= 0 or not self.epsilon >= 0:
+            raise ParameterError(f"a Gaussian loss needs sigma > 0, a sensitivity >= 0 and epsilon >= 0, got {self}")
+
+    def epsilon_delta(self) -> tuple[float, float]:
+        return float(self.epsilon), _gaussian_delta(self.sigma, self.sensitivity, self.epsilon)
+
+
+@dataclass(frozen=True)
+class DiscreteGaussianLoss(PrivacyLoss):
+    """The discrete Gaussian on the integers, ``P[x] ∝ exp(-x^2 / (2 sigma^2))``, on a query that moves by at
+    most ``sensitivity`` integer steps (Canonne, Kamath & Steinke 2020). ``dp-accounting`` enumerates its PLD
+    (truncated at ``truncation_bound``, default ``ceil(11.6 sigma)``, the tail mass counted in delta), so
+    ``sigma`` must be moderate (at most 10^6). Basic composition charges it at ``epsilon`` with the
+    continuous Gaussian's delta there plus the CKS slack (``DiscreteGaussianLoss`` is for stated mechanisms
+    of callers; userdp's own lattice Gaussian runs at about 2^54 steps per sigma, beyond enumeration)."""
+
+    sigma: float
+    sensitivity: int = 1
+    epsilon: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (0 < self.sigma <= 1e6) or self.sensitivity < 0 or not self.epsilon >= 0:
+            raise ParameterError(f"a discrete Gaussian loss needs 0 < sigma <= 1e6, sensitivity >= 0, got {self}")
+
+    def epsilon_delta(self) -> tuple[float, float]:
+        eps = float(self.epsilon)
+        pld = _pld(self)  # its own PLD's delta at epsilon (an upper bound, pessimistic discretization)
+        return eps, float(pld.get_delta_for_epsilon(eps))
+
+
+@dataclass(frozen=True)
+class RandomizedResponseLoss(PrivacyLoss):
+    """k-ary randomized response: the true value with probability ``1 - noise``, else a uniform draw among
+    the ``buckets`` values (neighbours replace one value); ``epsilon = ln(1 + (1 - noise) buckets / noise)``."""
+
+    noise: float
+    buckets: int
+
+    def __post_init__(self) -> None:
+        if not 0 < self.noise <= 1 or int(self.buckets) < 2:
+            raise ParameterError(f"randomized response needs noise in (0, 1] and at least 2 buckets, got {self}")
+
+    def epsilon_delta(self) -> tuple[float, float]:
+        return math.log1p((1 - self.noise) * self.buckets / self.noise), 0.0
+
+
+_KINDS = {
+    c.__name__: c
+    for c in (DPLoss, DiscreteLaplaceLoss, LaplaceLoss, GaussianLoss, DiscreteGaussianLoss, RandomizedResponseLoss)
+}
 
 
 def loss_from_dict(d: dict) -> PrivacyLoss:
@@ -115,6 +209,18 @@ def _pld(loss: PrivacyLoss):
             sensitivity=int(loss.sensitivity_steps),
             value_discretization_interval=_INTERVAL,
         )
+    if isinstance(loss, LaplaceLoss):
+        return pld.from_laplace_mechanism(
+            loss.scale, sensitivity=loss.sensitivity, value_discretization_interval=_INTERVAL
+        )
+    if isinstance(loss, GaussianLoss):
+        return pld.from_gaussian_mechanism(loss.sigma, sensitivity=loss.sensitivity,
+                                           value_discretization_interval=_INTERVAL)  # fmt: skip
+    if isinstance(loss, DiscreteGaussianLoss):
+        return pld.from_discrete_gaussian_mechanism(loss.sigma, sensitivity=int(loss.sensitivity),
+                                                    value_discretization_interval=_INTERVAL)  # fmt: skip
+    if isinstance(loss, RandomizedResponseLoss):
+        return pld.from_randomized_response(loss.noise, int(loss.buckets), value_discretization_interval=_INTERVAL)
     eps, delta = loss.epsilon_delta()
     return pld.from_privacy_parameters(common.DifferentialPrivacyParameters(eps, delta), _INTERVAL)
 
