@@ -147,9 +147,9 @@ class DiscreteGaussianLoss(PrivacyLoss):
     """The discrete Gaussian on the integers, ``P[x] ∝ exp(-x^2 / (2 sigma^2))``, on a query that moves by at
     most ``sensitivity`` integer steps (Canonne, Kamath & Steinke 2020). ``dp-accounting`` enumerates its PLD
     (truncated at ``truncation_bound``, default ``ceil(11.6 sigma)``, the tail mass counted in delta), so
-    ``sigma`` must be moderate (at most 10^6). Basic composition charges it at ``epsilon`` with the
-    continuous Gaussian's delta there plus the CKS slack (``DiscreteGaussianLoss`` is for stated mechanisms
-    of callers; userdp's own lattice Gaussian runs at about 2^54 steps per sigma, beyond enumeration)."""
+    ``sigma`` must be moderate (at most 10^6). Basic composition charges it at ``epsilon`` with the delta
+    its own PLD gives there. It is for mechanisms callers state; userdp's own lattice Gaussian runs at about
+    2^54 steps per sigma, beyond enumeration."""
 
     sigma: float
     sensitivity: int = 1
