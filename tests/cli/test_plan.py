@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from userdp import plan
@@ -66,3 +67,22 @@ def test_plan_refusals(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "error:" in err and message in err and "Traceback" not in err
+
+
+def test_plan_frequency_on_a_distance_matrix(tmp_path, capsys):
+    """--distances: the exponential randomizer on any finite metric; the figure is the library's."""
+    from userdp.metrics import FiniteMetric
+
+    x = np.arange(6.0)
+    labels = [f"i{j}" for j in range(6)]
+    rows = ["item," + ",".join(labels)] + [f"{a}," + ",".join(f"{abs(x[i] - x[j]):g}" for j in range(6))
+                                           for i, a in enumerate(labels)]  # fmt: skip
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    argv = ["plan", "frequency", "--alpha", "50", "--delta", "1e-6", "--persons", "300", "--items-per-person", "10",
+            "--distances", str(tmp_path / "d.csv"), "--json"]  # fmt: skip
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)
+    space = FiniteMetric(np.abs(x[:, None] - x[None, :]))
+    want = plan.frequency(50.0, persons=300, items_per_person=10, space=space, delta=1e-6)
+    assert got["median error"] == f"{want.median:.4g}" and "exponential" in got["basis"]
+    assert not any(k.startswith("Theorem") for k in got)

@@ -131,12 +131,21 @@ def _linear(args, conf, delta) -> dict:
 
 
 def _frequency(args, conf, delta) -> dict:
-    _need(args, "persons", "items_per_person", "clusters", "cluster_size")
-    kw = {"persons": args.persons, "items_per_person": int(args.items_per_person), "clusters": args.clusters,
-          "cluster_size": args.cluster_size, "r": args.r, "delta": args.delta, "model": args.model}  # fmt: skip
+    kw = {"persons": args.persons, "items_per_person": args.items_per_person, "delta": args.delta,
+          "model": args.model}  # fmt: skip
+    if args.distances is not None:  # any finite metric: the exponential randomizer
+        from ..releases import metric_domain_from_table
+
+        _need(args, "persons", "items_per_person")
+        kw["space"] = metric_domain_from_table(args.distances)[0]
+    else:
+        _need(args, "persons", "items_per_person", "clusters", "cluster_size")
+        kw.update(clusters=args.clusters, cluster_size=args.cluster_size, r=args.r)
+    kw["items_per_person"] = int(kw["items_per_person"])
     alpha, p, out = _predict(args, "alpha", plan.frequency, plan.frequency_alpha, kw, conf)
     out.update({"at alpha": alpha, **_errors(p, conf, f"alpha {alpha:.3g}")})
-    out["Theorem 6.6 / Corollary 6.8 (expectation bound)"] = f"{p.extra['theorem']:.4g}"
+    if p.extra["theorem"] is not None:
+        out["Theorem 6.6 / Corollary 6.8 (expectation bound)"] = f"{p.extra['theorem']:.4g}"
     return out
 
 
@@ -224,6 +233,12 @@ def add_parser(sub) -> None:
     pl.add_argument("--unit-name", default="", help="linear: the unit's name (e.g. km)")
     pl.add_argument("--clusters", type=number(int, 1, 10**5), default=None, help="frequency: clusters")
     pl.add_argument("--cluster-size", type=number(int, 1, 10**5), default=None, help="frequency: items a cluster")
+    pl.add_argument(
+        "--distances",
+        default=None,
+        help="frequency: a public distance matrix file (a column item, then one column per item): any finite "
+        "metric, the exponential randomizer (instead of --clusters, --cluster-size, --r)",
+    )
     pl.add_argument("--grid", dest="shape", type=_shape, default=(64, 64), help="heatmap: ROWS,COLS or N")
     pl.add_argument("--points-per-person", type=number(float, 1, 10**7), default=None, help="heatmap: mean points")
     pl.add_argument("--algorithm", default="auto", help="heatmap: the algorithm (as userdp heatmap)")
