@@ -323,3 +323,19 @@ def test_person_ids_never_depend_on_another_person_s_row(tmp_path):
     with pytest.raises(DataError) as err:
         UserDataset.from_table(frame, user="user", item="item")
     assert "alice" not in str(err.value)
+
+
+def test_person_ids_given_as_python_objects_are_typed_by_arrow_not_numpy():
+    """Review 21: NumPy turns [True, 1] into [1, 1] (one added person merging two) and drops trailing NULs of
+    strings; a float item among a finite domain's ids turned every item into a code. All refused or kept
+    apart, with messages that quote no key."""
+    from userdp.errors import DataError
+
+    assert UserDataset.from_arrays(["a", "a\x00"], ["x", "y"]).n_users == 2
+    assert UserDataset.from_arrays([1, 2, 2], ["x", "y", "z"]).n_users == 2
+    for users in ([True, 1], ["a", 1], [1.5, 2], [None, "a"], [2**70, 1]):
+        with pytest.raises(DataError) as err:
+            UserDataset.from_arrays(users, ["x", "y"])
+        assert "70" not in str(err.value) and "convert" not in str(err.value)
+    with pytest.raises(DataError, match="floating-point"):
+        UserDataset.from_arrays([1, 2, 3], [1, 0, 0.5], domain=FiniteDomain(np.array([0, 1])))

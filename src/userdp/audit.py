@@ -153,7 +153,8 @@ def shuffled_counts_law(P: np.ndarray, items: list[int], background: int, n_back
     p = P[int(background)]
     with np.errstate(divide="ignore", invalid="ignore"):
         logp = np.log(p)
-        lg = gammaln(B + 1) - gammaln(np.where(ok, rest, 0) + 1) + np.where(ok, rest, 0) * logp[0]
+        r0 = np.where(ok, rest, 0)
+        lg = gammaln(B + 1) - gammaln(r0 + 1) + np.where(r0 > 0, r0 * logp[0], 0.0)
         for j, g in enumerate(grids, start=1):
             gg = np.where(ok, g, 0)
             lg = lg - gammaln(gg + 1) + np.where(gg > 0, gg * logp[j], 0.0)
@@ -185,7 +186,9 @@ def audit_shuffled(
 
     k = P.shape[0]
     sets = list(combinations_with_replacement(range(k), m))
-    same = len(set(background)) == 1 and (len(background) + m + 1) ** (P.shape[1] - 1) <= 4_000_000
+    # (the closed form's float error grows with the background: it is used up to 20,000 other items)
+    same = len(set(background)) == 1 and len(background) <= 20_000
+    same = same and (len(background) + m + 1) ** (P.shape[1] - 1) <= 4_000_000
     if same:  # many identical other users (the shuffle model): their counts are multinomial, in closed form
         dense = {s: shuffled_counts_law(P, list(s), background[0], len(background)) for s in sets}
     else:
@@ -804,7 +807,7 @@ def audit_distinct_count(
             logp = _exp_mech_log_probs(p.scores, p.epsilon_select)
             miss = sum(
                 math.exp(lp)
-                * _dlap_tail(cal.t, int(p.shift_units[i] + math.floor(dc / cal.granularity) - p.lattice[i]))
+                * _dlap_tail(cal.t, int(p.shift_units[i]) + math.floor(dc / cal.granularity) - int(p.lattice[i]))
                 for i, (lp, cal) in enumerate(zip(logp, p.calibrations, strict=True))
             )
             coverage = min(coverage, 1.0 - miss)

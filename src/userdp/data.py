@@ -417,7 +417,29 @@ def _column_numpy(col: pa.ChunkedArray, name: str) -> np.ndarray:
 
 
 def _user_keys(users: Sequence[Any] | np.ndarray) -> np.ndarray:
-    """User keys as a 1-D array of integers or strings."""
+    """User keys as a 1-D array of integers or strings. Keys given as Python objects (a list, an object array)
+    are typed by Arrow, not NumPy: all strings or all integers, never booleans or floats, which NumPy would
+    convert (``[True, 1]`` becomes ``[1, 1]``: one added key merging two persons); strings keep every
+    character (a NumPy string array drops trailing NULs)."""
+    if not isinstance(users, np.ndarray) or users.dtype.kind == "O":
+        seq = users if isinstance(users, np.ndarray) else np.array(list(users), dtype=object)
+        if seq.ndim != 1:
+            raise DataError("users must be a 1-D array")
+        if seq.size:
+            try:
+                typed = pa.array(seq, from_pandas=False)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                # (Arrow's message quotes the offending key: only its kind is reported)
+                raise DataError(
+                    "person ids must be all strings or all 64-bit integers, not a mix (nor floating-point numbers)"
+                ) from None
+            if typed.null_count:
+                raise DataError("person ids have missing values")
+            if pa.types.is_string(typed.type) or pa.types.is_large_string(typed.type):
+                return seq
+            if pa.types.is_integer(typed.type):
+                return typed.to_numpy()
+            raise DataError("person ids must be strings or integers, not floating-point numbers, booleans or objects")
     users = np.asarray(users)
     if users.ndim != 1:
         raise DataError("users must be a 1-D array")
@@ -549,6 +571,9 @@ class UserDataset:
         if items_arr.shape[:1] != users.shape:
             raise DataError("one item (or point) per user key is needed")
         point_domain = isinstance(domain, BoxDomain)
+        if isinstance(domain, FiniteDomain) and items_arr.dtype.kind == "f":
+            # one fraction among the items would make every item a float (and then a code, not a label)
+            raise DataError("item ids of a finite domain must be strings or integers, not floating-point numbers")
         if point_domain or items_arr.dtype.kind == "f" or items_arr.ndim == 2:
             if items_arr.dtype.kind not in "iuf":
                 raise DataError(f"point coordinates must be numeric, not {items_arr.dtype}")

@@ -294,3 +294,31 @@ def test_freq_on_a_distance_matrix(files, capsys):
         assert main(a) == 2
         err = capsys.readouterr().err
         assert "error:" in err and "Traceback" not in err
+
+
+def test_distance_matrix_refusals_and_its_unit(files, capsys):
+    """Review 21: a repeated label gave a traceback; booleans passed as distances; distances far below the
+    largest were refused only after the data was read. Now each is `userdp: error:` (exit 2) before the data,
+    and the release says what a unit of d_EM is in the file's distances."""
+    data = str(files / "data.csv")
+    bad = {
+        "dup.csv": "item,A0,A0\nA0,0,1\nA0,1,0\n",
+        "bool.csv": "item,A0,A1\nA0,false,true\nA1,true,false\n",
+        "tiny.csv": "item,A0,A1,A2\nA0,0,1e-12,1\nA1,1e-12,0,1\nA2,1,1,0\n",
+    }
+    for name, text in bad.items():
+        (files / name).write_text(text)
+        missing = str(files / "no-such-data.csv")  # refused on the matrix, before the data is looked for
+        argv = ["freq", missing, "--user", "user", "--item", "item", "--metric", "matrix", "--domain",
+                str(files / name), "--alpha", "10", "--delta", "1e-6", "--samples", "5"]  # fmt: skip
+        assert main(argv) == 2, name
+        err = capsys.readouterr().err
+        assert "userdp: error:" in err and "Traceback" not in err and "no-such-data" not in err, (name, err)
+    labels = [f"{b}{c}" for b in "ABC" for c in range(4)]
+    rows = ["item," + ",".join(labels)] + [f"{a}," + ",".join(f"{0.5 * (i != j):g}" for j in range(12))
+                                           for i, a in enumerate(labels)]  # fmt: skip
+    (files / "half.csv").write_text("\n".join(rows) + "\n")
+    argv = ["freq", data, "--user", "user", "--item", "item", "--metric", "matrix", "--domain",
+            str(files / "half.csv"), "--alpha", "10", "--delta", "1e-6", "--samples", "5", "--json"]  # fmt: skip
+    out = _run(capsys, argv)
+    assert "0.5" in out["distance_unit"]

@@ -113,3 +113,14 @@ def test_a_broken_randomizer_is_caught(monkeypatch):
     monkeypatch.setattr(ExponentialRandomizer, "_realized", lambda self, W: real(self, W) / 2.5)
     res = audit_frequency(_line(3), 4.0, 1e-3, 2, None, randomizer="exponential")
     assert not res.passed
+
+
+def test_the_closed_form_law_with_an_impossible_output():
+    """Review 21: a background item that never yields output 0 made the closed form NaN."""
+    from userdp.audit import shuffled_counts_law, shuffled_output_distribution
+
+    P = np.array([[0.0, 0.6, 0.4], [0.3, 0.3, 0.4], [0.2, 0.2, 0.6]])
+    law = shuffled_counts_law(P, [1], 0, 4)
+    assert np.all(np.isfinite(law)) and abs(law.sum() - 1) < 1e-12
+    for counts, p in shuffled_output_distribution(P, [0] * 4 + [1]).items():
+        assert abs(law[counts[1], counts[2]] - p) < 1e-15

@@ -128,12 +128,21 @@ def _top(rel, domain, k: int) -> tuple[dict, list[dict]]:
     return {labels[i]: float(v) for i, v in enumerate(H)}, top
 
 
+def _scale(space) -> dict:
+    """A distance matrix's normalization, said next to the guarantee (its d_EM is in units of the largest)."""
+    from ..metrics import FiniteMetric
+
+    if not isinstance(space, FiniteMetric):
+        return {}
+    return {"distance_unit": f"the file's largest distance, {space.scale:g}: d_EM = d means d times it"}
+
+
 def cmd_itemwise(args: argparse.Namespace) -> int:
     space, domain = _clustered(args)
     rel = releases.itemwise(args.file, space, domain, args.alpha, item=args.item, beta=args.beta, **_request(args))
     unbiased, top = _top(rel, domain, args.top)
     released = {str(domain.labels[i]): float(v) for i, v in enumerate(rel.value)}
-    extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "m": rel.params["m"]}
+    extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "m": rel.params["m"], **_scale(space)}
     return _emit(args, rel, unbiased, {**extra, "unbiased": unbiased, "released_histogram": released}, top)
 
 
@@ -142,7 +151,7 @@ def cmd_freq(args: argparse.Namespace) -> int:
     rel = releases.frequency(args.file, space, domain, args.alpha, item=args.item, beta=args.beta, **_request(args))
     unbiased, top = _top(rel, domain, args.top)
     est = {str(domain.labels[i]): float(v) for i, v in enumerate(rel.value)}
-    extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "unbiased": unbiased}
+    extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "unbiased": unbiased, **_scale(space)}
     return _emit(args, rel, est, extra, top)
 
 

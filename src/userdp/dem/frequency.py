@@ -22,7 +22,7 @@ from ..privacy.accounting import REQUEST_RTOL, calibrate
 from ..privacy.guarantees import ApproxDP, Model, Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
 from .itemwise import priv_emd_itemwise
-from .randomizers import GKRR, ExponentialRandomizer
+from .randomizers import GKRR, ExponentialRandomizer, check_exponential_metric
 
 __all__ = [
     "project_simplex",
@@ -119,8 +119,10 @@ def check_randomizer(space: Any, randomizer: str = "auto") -> bool:
     use_gkrr = randomizer == "gkrr" or (randomizer == "auto" and isinstance(space, ClusteredMetric))
     if use_gkrr and not isinstance(space, ClusteredMetric):
         raise ParameterError("GKRR needs a ClusteredMetric; use randomizer='exponential' on other finite metrics")
-    if not use_gkrr and space.size > 2000:
-        raise ParameterError(f"the exponential randomizer stores a k x k table; k = {space.size} > 2000")
+    if not use_gkrr:
+        if space.size > 2000:
+            raise ParameterError(f"the exponential randomizer stores a k x k table; k = {space.size} > 2000")
+        check_exponential_metric(space.full_matrix())
     return use_gkrr
 
 

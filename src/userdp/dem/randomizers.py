@@ -188,6 +188,29 @@ class GKRR(ItemRandomizer):
 # --------------------------------------------------------------------------------------------
 
 
+#: The smallest positive distance the exponential randomizer takes: its float error bound (``1e-12`` on a
+#: log-ratio) divided by the distance must stay small against any alpha_0.
+MIN_DISTANCE = 1e-10
+
+
+def check_exponential_metric(D: np.ndarray) -> None:
+    """Refuse a distance matrix the exponential randomizer cannot serve (public, before any data): the
+    accountant (Theorems 4.3-4.4) assumes ``d_X <= 1`` (an unnormalized metric would make the randomizer
+    ``alpha_0 d_max``-LDP, not ``alpha_0``-LDP), and distances below :data:`MIN_DISTANCE` leave no room for
+    the table's float error bound."""
+    D = np.asarray(D, dtype=np.float64)
+    if not np.all(np.isfinite(D)) or np.any(D < 0) or np.any(np.diag(D) != 0) or D.max() > 1.0:
+        raise ParameterError(
+            "the exponential randomizer needs a normalized metric: distances in [0, 1], zero on the diagonal"
+        )
+    positive = D[D > 0]
+    if positive.size and positive.min() < MIN_DISTANCE:
+        raise ParameterError(
+            f"the exponential randomizer needs every nonzero distance to be at least {MIN_DISTANCE:g} of the "
+            "largest (two items closer than that cannot be told apart within its float error bound: merge them)"
+        )
+
+
 class ExponentialRandomizer(ItemRandomizer):
     """``P(y | x) ∝ exp(-alpha_0 d(x, y) / 2)`` on a finite metric space: ``alpha_0``-``d_X``-DP (the weight
     ratio is at most ``e^{alpha_0 d/2}`` by the triangle inequality, and so is the normalizer ratio).
@@ -201,16 +224,11 @@ class ExponentialRandomizer(ItemRandomizer):
 
     def __init__(self, space: FiniteSpace, alpha0: float, max_size: int = 2000):
         a0 = _check_alpha0(alpha0)
-        if space.size > max_size:
+        if space.size > min(int(max_size), 2047):  # (2047 weights below 2^52 keep a row's sum below 2^63)
             raise ParameterError(f"the exponential randomizer stores a k x k table; k = {space.size} > {max_size}")
         self.space, self.alpha0 = space, a0
         D = space.full_matrix()
-        if np.any(D < 0) or np.any(np.diag(D) != 0) or D.max() > 1.0:
-            # the accountant (Theorems 4.3-4.4) assumes d_X <= 1: an unnormalized metric would make the
-            # randomizer alpha_0 d_max-LDP, not alpha_0-LDP
-            raise ParameterError(
-                "the exponential randomizer needs a normalized metric: distances in [0, 1], zero on the diagonal"
-            )
+        check_exponential_metric(D)
         self._D = D
         inner, best = a0, None
         for _ in range(12):  # the kernel's rate, lowered until the table is within alpha_0 ...
@@ -220,8 +238,8 @@ class ExponentialRandomizer(ItemRandomizer):
                 best = (table, real)
                 break
             inner *= a0 / real * (1 - 1e-9)
-        if best is None:  # pragma: no cover - never needed for alpha_0 <= 40
-            raise ParameterError("could not build an integer table within alpha_0")
+        if best is None:  # (distances of at least MIN_DISTANCE leave room: not met in the tests)
+            raise ParameterError("could not build an integer table within alpha_0 for this metric")
         for _ in range(4):  # ... then raised (secant steps) while it stays within: the whole budget is used
             if best[1] >= a0 * 0.995 or best[1] <= 0:
                 break
@@ -246,6 +264,8 @@ class ExponentialRandomizer(ItemRandomizer):
         """An upper bound of the table's exact parameter ``max_{x,x',y} ln(P(y|x)/P(y|x')) / d(x,x')``: the
         float log-ratios plus :data:`_LOG_ERROR` (so rounding can only raise it)."""
         logP = np.log(W) - np.log(W.sum(axis=1, keepdims=True))
+        if not np.all(np.isfinite(logP)):
+            raise ParameterError("the exponential randomizer's table overflowed")
         k = logP.shape[0]
         worst = 0.0
         for s0 in range(0, k, 64):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ..data import FiniteDomain, table_of
 from ..dem import GKRR, itemwise_guarantee, linear_release, project_simplex
@@ -102,15 +103,19 @@ def metric_domain_from_table(source: Any) -> tuple[FiniteMetric, FiniteDomain]:
     t = table_of(source)
     if "item" not in t.column_names:
         raise DataError("the distance matrix needs a column 'item' of labels, then one column per label")
-    labels = [str(x) for x in t.column("item").to_pylist()]
-    others = [c for c in t.column_names if c != "item"]
-    if [str(c) for c in others] != labels:
+    names = list(t.column_names)
+    if names.count("item") != 1:
+        raise DataError("the distance matrix needs one column 'item' of labels, then one column per label")
+    labels = [str(x) for x in t.column(names.index("item")).to_pylist()]
+    others = [j for j, c in enumerate(names) if c != "item"]
+    if [str(names[j]) for j in others] != labels:
         raise DataError("the distance matrix's columns must be the labels of its 'item' column, in that order")
-    try:
-        D = np.column_stack([np.asarray(t.column(c).to_numpy(zero_copy_only=False), dtype=np.float64)
-                             for c in others])  # fmt: skip
-    except (TypeError, ValueError):
-        raise DataError("the distance matrix must hold numbers") from None
+    if len(set(labels)) != len(labels):
+        raise DataError("the distance matrix's labels must be unique")
+    cols = [t.column(j) for j in others]  # by position: a repeated name cannot select the wrong column
+    if any(not (pa.types.is_integer(c.type) or pa.types.is_floating(c.type)) for c in cols):
+        raise DataError("the distance matrix must hold numbers")
+    D = np.column_stack([np.asarray(c.to_numpy(zero_copy_only=False), dtype=np.float64) for c in cols])
     return FiniteMetric(D), FiniteDomain(np.array(labels, dtype=object))
 
 
