@@ -231,7 +231,8 @@ _SIZE_BITS = 31  # a (bin, size) row is the key bin * 2^31 + size: sizes below 2
 # The runs (one per bin when a bin's users share a size, and never more than the rows plus the bins) are then
 # put in (bin, size) order by a counting sort on the bin and a sort of each bin's runs, equal sizes added up.
 # The compiled passes stop when the run list is full, and the driver grows it: arrays reassigned inside the
-# hot loop cost numba reference counting on every row (7x slower).
+# hot loop cost numba reference counting on every row (7x slower), and so did a helper taking the arrays,
+# called per row (10x: its body is written out in both passes).
 
 _RUN_FULL = (1 << 32) - 1
 
@@ -277,27 +278,20 @@ def _table_of_runs(runs, n_bins):
     return keys[:k], totals[:k]
 
 
-@njit(cache=True, inline="always")
-def _add_row(state, b, s, runs, k):
-    """Count a row of size ``s`` in bin ``b``; a run it ends goes to ``runs[k]``. Returns the new ``k``; the
-    caller keeps ``k < len(runs)``."""
-    v = state[b]
-    if (v >> 32) != s or (v & _RUN_FULL) == _RUN_FULL:
-        if v != 0:
-            runs[k, 0] = b
-            runs[k, 1] = v >> 32
-            runs[k, 2] = v & _RUN_FULL
-            k += 1
-        v = s << 32
-    state[b] = v + 1
-    return k
-
-
 @njit(cache=True)
 def _rows_pass(state, bins, sizes, i, runs, k):
     """Rows from ``i`` on until done or ``runs`` is full; returns ``(i, k)``."""
     while i < bins.size and k < runs.shape[0]:
-        k = _add_row(state, bins[i], np.int64(sizes[i]), runs, k)
+        b, sz = bins[i], np.int64(sizes[i])  # count the row; a run it ends goes to runs[k] (as in _users_pass)
+        v = state[b]
+        if (v >> 32) != sz or (v & _RUN_FULL) == _RUN_FULL:
+            if v != 0:
+                runs[k, 0] = b
+                runs[k, 1] = v >> 32
+                runs[k, 2] = v & _RUN_FULL
+                k += 1
+            v = sz << 32
+        state[b] = v + 1
         i += 1
     return i, k
 
@@ -317,8 +311,16 @@ def _users_pass(state, offsets, bins, dropped, u, runs, k):
                     s += 1
         for i in range(lo, hi):
             b = bins[i]
-            if b >= 0:
-                k = _add_row(state, b, s, runs, k)
+            if b >= 0:  # written out: a helper taking the arrays, called per row, cost 10x (reference counts)
+                v = state[b]
+                if (v >> 32) != s or (v & _RUN_FULL) == _RUN_FULL:
+                    if v != 0:
+                        runs[k, 0] = b
+                        runs[k, 1] = v >> 32
+                        runs[k, 2] = v & _RUN_FULL
+                        k += 1
+                    v = s << 32
+                state[b] = v + 1
         u += 1
     return u, k
 
