@@ -29,6 +29,7 @@ constants here are derived from the GEM guarantee and the exact shifts the relea
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -58,7 +59,18 @@ def synthetic_curve(
     with the true sizes or rounded to two digits, the predicted median error lies within 0.65x-1.7x of the
     exact law's on Amazon Fashion, IMDB and Foursquare venues at epsilon 0.25, 1 and 4 (exponent 1.1 and
     spread 1 put IMDB 8x low and the venues 3x high). The exponent is lowered where it cannot show ``distinct``
-    elements (:func:`_zipf_universe`)."""
+    elements (:func:`_zipf_universe`). The last few curves are kept (an inverse asks for one at every epsilon
+    it tries)."""
+    curve = _synthetic_curve(int(persons), int(distinct), float(items_per_person), int(l_max), float(zipf),
+                             float(spread), int(seed))  # fmt: skip
+    return curve.copy()
+
+
+@lru_cache(maxsize=8)
+def _synthetic_curve(
+    persons: int, distinct: int, items_per_person: float, l_max: int, zipf: float, spread: float, seed: int
+) -> np.ndarray:
+    """:func:`synthetic_curve`, computed."""
     from ..distinct.counting import PersonElementGraph, dc_matching
 
     n, big_n, m = int(persons), int(distinct), float(items_per_person)
@@ -249,17 +261,9 @@ def distinct(
 def distinct_epsilon(target: float, confidence: float = 0.9, **kwargs) -> float:
     """The smallest epsilon (to 1%) at which :func:`distinct` predicts ``|error| <= target`` with probability
     ``confidence`` (a relative target when below 1: a fraction of the distinct count). Other arguments as in
-    :func:`distinct`; a simulated curve is simulated once."""
+    :func:`distinct` (a simulated curve is simulated once: :func:`synthetic_curve` keeps it)."""
     if not target > 0:
         raise ParameterError(f"the target error must be positive, got {target!r}")
-    if kwargs.get("curve") is None:
-        kw = {k: kwargs.get(k) for k in ("persons", "distinct", "items_per_person")}
-        if None in kw.values():
-            raise ParameterError("give the count curve, or persons, distinct and items_per_person to simulate one")
-        kwargs["curve"] = synthetic_curve(
-            kw["persons"], kw["distinct"], kw["items_per_person"], int(kwargs.get("l_max", 100)),
-            kwargs.pop("zipf", 1.35), kwargs.pop("spread", 0.75),
-        )  # fmt: skip
 
     def meets(e: float) -> bool:
         pred = distinct(e, confidence=confidence, **kwargs)
