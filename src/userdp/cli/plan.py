@@ -36,13 +36,16 @@ def _errors(p: plan.Prediction, conf: float, at: str, unit: float = 1.0, suffix:
     }
 
 
-def _predict(args, name: str, forward, inverse, kw: dict, conf: float) -> tuple[float, plan.Prediction, dict]:
-    """The prediction at ``--<name>``, or at the smallest value reaching ``--target`` (then reported too)."""
+def _predict(
+    args, name: str, forward, inverse, kw: dict, conf: float, unit: float = 1.0
+) -> tuple[float, plan.Prediction, dict]:
+    """The prediction at ``--<name>``, or at the smallest value reaching ``--target`` (then reported too;
+    ``--target`` is in ``unit``s of the prediction's own)."""
     _parameter(args, name)
     out: dict = {}
     at = getattr(args, name)
     if args.target is not None:
-        at = out[f"smallest {name}"] = inverse(args.target, conf, **kw)
+        at = out[f"smallest {name}"] = inverse(args.target / unit, conf, **kw)
     return at, forward(at, confidence=conf, **kw), out
 
 
@@ -95,15 +98,11 @@ def _vocabulary(args, conf, delta) -> dict:
 
 
 def _distinct(args, conf, delta) -> dict:
-    _parameter(args, "epsilon")
     _need(args, "persons", "distinct", "items_per_person")
     kw = {"beta": args.beta, "l_max": args.l_max, "persons": args.persons, "distinct": args.distinct,
-          "items_per_person": args.items_per_person, "zipf": args.zipf, "spread": args.spread}  # fmt: skip
-    out: dict = {}
-    eps = args.epsilon
-    if args.target is not None:
-        eps = out["smallest epsilon"] = plan.distinct_epsilon(args.target, conf, **kw)
-    p = plan.distinct(eps, confidence=conf, max_items=args.max_items_bound, **kw)
+          "items_per_person": args.items_per_person, "zipf": args.zipf, "spread": args.spread,
+          "max_items": args.max_items_bound}  # fmt: skip
+    eps, p, out = _predict(args, "epsilon", plan.distinct, plan.distinct_epsilon, kw, conf)
     rel = p.extra["relative"]
     out.update({"at epsilon": eps, **_errors(p, conf, f"epsilon {eps:.3g}")})
     out["relative error"] = f"median {100 * rel[0.5]:.2f}%, {100 * rel[conf]:.2f}% with probability {conf:g}"
@@ -116,15 +115,10 @@ def _distinct(args, conf, delta) -> dict:
 
 
 def _linear(args, conf, delta) -> dict:
-    _parameter(args, "alpha")
     _need(args, "persons")
     kw = {"persons": args.persons, "lipschitz": args.lipschitz, "dim": args.dim, "model": args.model,
           "delta": args.delta, "samples": args.samples, "r": args.r}  # fmt: skip
-    out: dict = {}
-    alpha = args.alpha
-    if args.target is not None:
-        alpha = out["smallest alpha"] = plan.linear_alpha(args.target / args.unit, conf, **kw)
-    p = plan.linear(alpha, confidence=conf, **kw)
+    alpha, p, out = _predict(args, "alpha", plan.linear, plan.linear_alpha, kw, conf, args.unit)
     suffix = f" {args.unit_name}" if args.unit_name else ""
     out.update({"at alpha": alpha, **_errors(p, conf, f"alpha {alpha:.3g}", args.unit, suffix)})
     return out
