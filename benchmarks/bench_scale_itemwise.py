@@ -20,8 +20,9 @@ the warm-up's peak RSS is the baseline):
 * the breakdown, in another interpreter: the release's two passes replayed step by step with timers --
   pass 1 (``ChunkedTable`` iteration: generation, cutting after the last whole user, ``memory.load_table``,
   the contiguity check; and the user sizes), pass 2 (the same iteration, then ``memory.randomize_keyed``
-  split per user into the key derivation ``HMAC-SHA256`` (``noise.keyed._keyed_stream_key``), the AES-256-CTR
-  cipher set-up (``KeyedSource``), the two sorts and ``GKRR.randomize``, then the count histogram
+  split into its steps: every user's counter block (a keyed BLAKE2b of the user key, ``KeyedStreams.batch``),
+  the keystream of all users' first batches of words (one AES-256 call a chunk), GKRR's compiled kernel over
+  all users, the two per-user sorts, then the count histogram
   ``memory.histogram_rows`` + ``_Rows``) -- and two floors: ``GKRR.randomize`` of a whole chunk's items on one
   stream (no per-user streams), and the AES-256-CTR keystream those items need from one cipher;
 * with ``--profile``, a third interpreter runs the release under cProfile (inflated by the profiler) and lists
@@ -92,7 +93,9 @@ from userdp.engines import memory
 from userdp.engines.base import Columns
 from userdp.engines.chunked import ChunkedTable, _Rows
 from userdp.noise import KeyedStreams, RandomSource
-from userdp.noise.keyed import RANDOMIZE_PURPOSE, KeyedSource, _keyed_stream_key
+from userdp.dem.randomizers import _GKRR_CHUNK, _GKRR_MASK, _gkrr_users
+from userdp.engines.memory import _sort_segments
+from userdp.noise.keyed import RANDOMIZE_PURPOSE
 from userdp.privacy.accounting import calibrate
 from userdp.releases.request import plan_request
 T = {{}}
@@ -126,35 +129,37 @@ req = plan_request(ALPHA, DELTA, None, 0.05)
 cal = calibrate(req.inner_alpha, req.inner_delta, M, n=N_USERS if MODEL == "central" else None)
 gk = GKRR(SPACE, min(cal.alpha0, 40.0))
 streams = KeyedStreams()
-master, seeded = streams._master, streams.seeded
 add("calibration (driver)", pc() - t0)
 rows, first = _Rows(), None
-for ds in timed_chunks("pass 2: generate, cut, load_table, contiguity"):  # memory.randomize_keyed, per user
+for ds in timed_chunks("pass 2: generate, cut, load_table, contiguity"):  # memory.randomize_keyed, step by step
     t0 = pc()
     ds.require_equal_sizes()
-    out = []
-    tk = ts = tr = tq = 0.0
-    for i in range(ds.n_users):
-        a = pc()
-        key = _keyed_stream_key(master, RANDOMIZE_PURPOSE, ds.user_ids[i])
-        b = pc()
-        src = KeyedSource(key, seeded)
-        c_ = pc()
-        codes = np.sort(np.asarray(ds.user_items(i), dtype=np.int64))
-        d = pc()
-        r = gk.randomize(codes, src)
-        e = pc()
-        out.append(np.sort(r))
-        f = pc()
-        tk += b - a; ts += c_ - b; tq += (d - c_) + (f - e); tr += e - d
-    items = np.concatenate(out).astype(np.int64)
+    offsets = np.asarray(ds.offsets, dtype=np.int64)
+    a = pc()
+    batch = streams.batch(ds.user_ids, RANDOMIZE_PURPOSE)
+    b = pc()
+    codes = _sort_segments(np.ascontiguousarray(ds.items, dtype=np.int64), offsets)
+    c_ = pc()
+    sizes = np.diff(offsets)
+    budgets = np.where((sizes > 0) & (sizes <= _GKRR_CHUNK), sizes + sizes // 8 + 64, 0)
+    words = batch.words(budgets)
+    d = pc()
+    out = np.empty_like(codes)
+    done = _gkrr_users(words, np.concatenate([[0], np.cumsum(budgets)]).astype(np.int64), codes, offsets,
+                       gk.space.cluster_size, gk.space.size, gk.W_same, gk.W_in, gk.W_out, gk.total,
+                       np.uint64(_GKRR_MASK), out)
+    for i in np.flatnonzero(~done):  # first batch ran out: the library redoes the user on its own stream
+        out[offsets[i]:offsets[i + 1]] = gk.randomize(codes[offsets[i]:offsets[i + 1]], batch.source(int(i)))
+    e = pc()
+    items = _sort_segments(out, offsets)
+    f = pc()
     rnd = type(ds)(ds.offsets, items, ds.user_ids, ds.domain)
     t1 = pc()
     add("pass 2: randomize_keyed, total", t1 - t0)
-    add("  key derivation (HMAC-SHA256)", tk)
-    add("  AES-256-CTR set-up (KeyedSource)", ts)
-    add("  GKRR.randomize (words, kernel)", tr)
-    add("  two sorts", tq)
+    add("  counter blocks (keyed BLAKE2b of each user)", b - a)
+    add("  keystream (AES-256, one call a chunk)", d - c_)
+    add("  GKRR kernel", e - d)
+    add("  two sorts", (c_ - b) + (f - e))
     rows.add(*memory.histogram_rows(rnd, False))
     add("pass 2: histogram (histogram_rows, _Rows)", pc() - t1)
     if first is None:
@@ -169,7 +174,7 @@ t0 = pc()
 gk.randomize(first, RandomSource())
 floor_gkrr = (pc() - t0) / first.size
 t0 = pc()
-KeyedSource(b"k" * 32, False).words(first.size + first.size // 8 + 64)
+KeyedStreams(1).source(0).words(first.size + first.size // 8 + 64)
 floor_aes = (pc() - t0) / first.size
 print(json.dumps({{"gen_s": gen_s, "stages": T, "wall": wall, "peak_mb": rss_mb(), "floor_gkrr": floor_gkrr,
                    "floor_aes": floor_aes}}))

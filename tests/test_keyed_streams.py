@@ -79,21 +79,49 @@ def test_same_master_and_key_give_the_same_stream_in_every_process():
     assert json.loads(done.stdout) == streams.source("user-7", "p").words(2000).tolist()
 
 
-def test_stream_is_aes256_ctr_under_hmac_sha256_of_the_os_urandom_master(fixed_urandom):
-    """A known-answer check computed here with hmac and cryptography: the master is os.urandom(32), the
-    per-user key HMAC-SHA256(master, label | len(purpose) | purpose | encoding), the stream AES-256-CTR from a
-    zero counter block. A PCG64 (or any other) stream, a constant key or a master not read from os.urandom
-    all fail it."""
+def test_stream_is_aes256_ctr_under_a_purpose_key_from_a_keyed_user_counter_block(fixed_urandom):
+    """A known-answer check computed here with hmac, hashlib and cryptography: the master is os.urandom(32);
+    the purpose's AES key HMAC-SHA256(master, label | "aes" | len(purpose) | purpose) and its counter-block key
+    the same with "iv"; the user's initial counter block BLAKE2b-128 of the key encoding under the latter; the
+    stream AES-256-CTR from that block. A PCG64 (or any other) stream, a constant key, a counter block not
+    keyed by the user or a master not read from os.urandom all fail it."""
     streams = KeyedStreams()
     assert 32 in fixed_urandom
     purpose = b"BoundedEMDReduction: sampling with replacement"
+    label = b"userdp keyed per-user streams v2\x00"
+    tail = len(purpose).to_bytes(4, "big") + purpose
+    aes_key = hmac.new(MASTER, label + b"aes\x00" + tail, hashlib.sha256).digest()
+    iv_key = hmac.new(MASTER, label + b"iv\x00" + tail, hashlib.sha256).digest()
     for key, encoding in [(12345, b"int\x0012345"), ("alice", b"str\x00alice")]:
-        msg = b"userdp keyed per-user stream v1\x00" + len(purpose).to_bytes(4, "big") + purpose + encoding
-        aes_key = hmac.new(MASTER, msg, hashlib.sha256).digest()
-        enc = Cipher(algorithms.AES(aes_key), modes.CTR(bytes(16))).encryptor()
-        expected = np.frombuffer(enc.update(bytes(8 * 1000)), dtype="<u8")
-        got = streams.source(key, purpose.decode()).words(1000)
+        block = hashlib.blake2b(encoding, digest_size=16, key=iv_key).digest()
+        enc = Cipher(algorithms.AES(aes_key), modes.CTR(block)).encryptor()
+        expected = np.frombuffer(enc.update(bytes(8 * 1001)), dtype="<u8")
+        src = streams.source(key, purpose.decode())
+        got = np.concatenate([src.words(1), src.words(999), src.words(1)])  # odd reads cross block halves
         assert np.array_equal(got, expected)
+        batch = streams.batch(np.array([key, key], dtype=object), purpose.decode())
+        assert np.array_equal(batch.words(np.array([3, 1001])), np.concatenate([expected[:3], expected]))
+
+
+def test_a_counter_block_that_wraps_continues_as_ctr_mode_does():
+    """The 128-bit counter carries from its low word into its high word and wraps at 2^128, as OpenSSL's CTR."""
+    from userdp.noise.keyed import KeyedBatch
+
+    streams = KeyedStreams(3)
+    cipher, _ = streams._purpose("p")
+    key = bytes(range(32))
+    for hi, lo in [(5, 2**64 - 2), (2**64 - 1, 2**64 - 1)]:
+        batch = KeyedBatch(cipher, key, [1], False)
+        batch.hi[:], batch.lo[:] = hi, lo
+        from userdp.noise.keyed import _purpose_keys
+
+        aes_key, _ = _purpose_keys(streams._master, "p")
+        block = ((hi << 64) | lo).to_bytes(16, "big")
+        expected = np.frombuffer(Cipher(algorithms.AES(aes_key), modes.CTR(block)).encryptor().update(bytes(80)), "<u8")
+        assert np.array_equal(batch.source(0).words(10), expected)
+        assert np.array_equal(batch.words(np.array([10])), expected)
+        src = batch.source(0)  # reads that start past the carry
+        assert np.array_equal(np.concatenate([src.words(3), src.words(4), src.words(3)]), expected)
 
 
 def test_key_encoding_is_canonical_and_type_tagged():

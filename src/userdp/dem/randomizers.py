@@ -22,7 +22,7 @@ from numba import njit
 
 from ..errors import DataError, ParameterError
 from ..metrics.spaces import ClusteredMetric, EuclideanMetric, FiniteSpace
-from ..noise import RngLike, calibrate_knorm, knorm_release, resolve_rng, sample_cumulative
+from ..noise import KeyedBatch, RngLike, calibrate_knorm, knorm_release, resolve_rng, sample_cumulative
 from ..privacy.guarantees import ItemMetricDP
 
 __all__ = ["ItemRandomizer", "GKRR", "ExponentialRandomizer", "PlanarLaplace", "KNormRandomizer"]
@@ -91,6 +91,26 @@ def _gkrr_kernel(words, codes, t, k, Ws, Wi, Wo, T, mask, out):
     return pos
 
 
+_GKRR_MASK = (1 << 62) - 1  # GKRR reads 62 bits of each word
+_GKRR_CHUNK = 1 << 20  # items per kernel call (the first batch of words is sized for it)
+
+
+@njit(cache=True)
+def _gkrr_users(words, word_offsets, codes, offsets, t, k, Ws, Wi, Wo, T, mask, out):
+    """:func:`_gkrr_kernel` over every user's codes and first batch of words; ``done[i]`` is False where user
+    ``i`` has items but its batch is empty (too many items) or ran out."""
+    n = offsets.size - 1
+    done = np.ones(n, dtype=np.bool_)
+    for i in range(n):
+        a, b = offsets[i], offsets[i + 1]
+        if b == a:
+            continue
+        w0, w1 = word_offsets[i], word_offsets[i + 1]
+        if w1 == w0 or _gkrr_kernel(words[w0:w1], codes[a:b], t, k, Ws, Wi, Wo, T, mask, out[a:b]) < 0:
+            done[i] = False
+    return done
+
+
 class GKRR(ItemRandomizer):
     """Generalized k-randomized response on the clustered metric ``B x C`` (Imola et al., section 6.2).
 
@@ -150,14 +170,49 @@ class GKRR(ItemRandomizer):
         src = resolve_rng(rng)
         out = np.empty_like(codes)
         t, k = self.space.cluster_size, self.space.size
-        mask = np.uint64((1 << 62) - 1)
-        chunk = 1 << 20
-        for s0 in range(0, codes.size, chunk):
-            c = codes[s0 : s0 + chunk]
-            o = out[s0 : s0 + chunk]
+        mask = np.uint64(_GKRR_MASK)
+        for s0 in range(0, codes.size, _GKRR_CHUNK):
+            c = codes[s0 : s0 + _GKRR_CHUNK]
+            o = out[s0 : s0 + _GKRR_CHUNK]
             budget = c.size + c.size // 8 + 64
             while _gkrr_kernel(src.words(budget), c, t, k, self.W_same, self.W_in, self.W_out, self.total, mask, o) < 0:
                 budget *= 2
+        return out
+
+    def randomize_users(self, codes: np.ndarray, offsets: np.ndarray, batch: KeyedBatch) -> np.ndarray:
+        """Every user's items, each user on its own keyed stream, at once: the same output, bit for bit, as
+        ``self.randomize(codes[offsets[i]:offsets[i + 1]], batch.source(i))`` for every user ``i``,
+        concatenated.
+
+        Every user's first batch of words (the one :meth:`randomize` draws first) comes out of one AES call
+        for all users, and one compiled pass runs the kernel over all of them. A user whose first batch runs
+        out (rare: the batch holds an eighth more words than items, plus 64, and almost every word is accepted)
+        or who holds more than 2^20 items is redone by :meth:`randomize` on its own stream, which draws that
+        first batch again and continues.
+        """
+        codes = np.ascontiguousarray(self.space.check_codes(codes), dtype=np.int64)
+        offsets = np.asarray(offsets)
+        if (
+            offsets.ndim != 1
+            or offsets.dtype.kind not in "iu"
+            or offsets.size != len(batch) + 1
+            or offsets[0] != 0
+            or offsets[-1] != codes.size
+            or np.any(np.diff(offsets) < 0)
+        ):
+            raise ParameterError("offsets must run from 0 to the number of codes, one user per stream, not decreasing")
+        offsets = offsets.astype(np.int64)
+        sizes = np.diff(offsets)
+        budgets = np.where((sizes > 0) & (sizes <= _GKRR_CHUNK), sizes + sizes // 8 + 64, 0)
+        words = batch.words(budgets)
+        word_offsets = np.concatenate([[0], np.cumsum(budgets)]).astype(np.int64)
+        out = np.empty_like(codes)
+        t, k = self.space.cluster_size, self.space.size
+        done = _gkrr_users(words, word_offsets, codes, offsets, t, k, self.W_same, self.W_in, self.W_out, self.total,
+                           np.uint64(_GKRR_MASK), out)
+        for i in np.flatnonzero(~done):
+            a, b = offsets[i], offsets[i + 1]
+            out[a:b] = self.randomize(codes[a:b], batch.source(int(i)))
         return out
 
     def unbiased_estimate(self, v: np.ndarray) -> np.ndarray:

@@ -10,11 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from ..data import BoxDomain, FiniteDomain, UserDataset, table_of, to_arrow
 from ..errors import DataError
 from ..metrics.spaces import grid_cells_inside
-from ..noise import KeyedStreams, keyed_randomize, keyed_sample_indices
+from ..noise import KeyedStreams
+from ..noise.keyed import RANDOMIZE_PURPOSE, SAMPLE_PURPOSE
 from ..text import tokenize_codes
 from .base import (
     Columns,
@@ -155,16 +157,51 @@ def _sorted_items(items: np.ndarray) -> np.ndarray:
     return items[np.lexsort(items.T[::-1])] if items.ndim == 2 else np.sort(items, kind="stable")
 
 
+@njit(cache=True)
+def _sort_segments(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``values`` (integers) with every segment ``offsets[i]:offsets[i + 1]`` sorted ascending (a new array).
+    A segment whose values span a range at most twice its length is sorted by counting, others by NumPy."""
+    out = values.copy()
+    tally = np.zeros(0, dtype=np.int64)
+    for i in range(offsets.size - 1):
+        a, b = offsets[i], offsets[i + 1]
+        if b - a < 2:
+            continue
+        lo, hi = values[a], values[a]
+        for j in range(a + 1, b):
+            v = values[j]
+            if v < lo:
+                lo = v
+            elif v > hi:
+                hi = v
+        if np.uint64(hi) - np.uint64(lo) >= np.uint64(2 * (b - a)):  # the exact width, without overflow
+            out[a:b] = np.sort(values[a:b])
+            continue
+        span = hi - lo + 1
+        if tally.size < span:
+            tally = np.zeros(2 * span, dtype=np.int64)
+        for j in range(a, b):
+            tally[values[j] - lo] += 1
+        pos = a
+        for v in range(span):
+            c = tally[v]
+            for _ in range(c):
+                out[pos] = lo + v
+                pos += 1
+            tally[v] = 0
+    return out
+
+
 def sample_keyed(ds: UserDataset, s: int, streams: KeyedStreams) -> UserDataset:
-    """``s`` items per user with replacement, from the user's sorted items, with the user's keyed stream."""
+    """``s`` items per user with replacement, from the user's sorted items, with the user's keyed stream
+    (what :func:`userdp.noise.keyed_sample_indices` draws, user by user)."""
     ds.require_items()
     s = int(s)
     if s < 1:
         raise DataError(f"the per-user sample size must be at least 1, got {s}")
+    batch = streams.batch(ds.user_ids, SAMPLE_PURPOSE)
     out = [
-        _sorted_items(ds.user_items(i))[
-            keyed_sample_indices(streams, ds.user_ids[i], ds.offsets[i + 1] - ds.offsets[i], s)
-        ]
+        _sorted_items(ds.user_items(i))[batch.source(i).integers(int(ds.offsets[i + 1] - ds.offsets[i]), size=s)]
         for i in range(ds.n_users)
     ]
     offsets = np.arange(ds.n_users + 1, dtype=np.int64) * s
@@ -173,13 +210,30 @@ def sample_keyed(ds: UserDataset, s: int, streams: KeyedStreams) -> UserDataset:
 
 def randomize_keyed(ds: UserDataset, randomizer: Any, streams: KeyedStreams, m: int | None = None) -> UserDataset:
     """Each user's item codes through ``randomizer`` with the user's keyed stream, sorted; with ``m``, every
-    user must hold exactly ``m`` items."""
+    user must hold exactly ``m`` items.
+
+    The result is :func:`userdp.noise.keyed_randomize` of every user, bit for bit. A randomizer with a
+    ``randomize_users(codes, offsets, batch)`` method (GKRR) randomizes all users in one pass; any other runs
+    user by user on each user's :class:`~userdp.noise.KeyedSource`."""
     if m is not None and ds.n_users and ds.require_equal_sizes() != m:
         raise DataError("every user must hold the public number of items m of this bounded release")
     if ds.is_points:
         raise DataError("keyed item randomization needs items from a finite domain, not points")
-    out = [keyed_randomize(streams, ds.user_ids[i], ds.user_items(i), randomizer) for i in range(ds.n_users)]
-    items = np.concatenate(out).astype(np.int64) if out else np.empty(0, dtype=np.int64)
+    offsets = np.asarray(ds.offsets, dtype=np.int64)
+    if not ds.n_users:
+        return UserDataset(ds.offsets, np.empty(0, dtype=np.int64), ds.user_ids, ds.domain)
+    codes = _sort_segments(np.ascontiguousarray(ds.items, dtype=np.int64), offsets)
+    batch = streams.batch(ds.user_ids, RANDOMIZE_PURPOSE)
+    if hasattr(randomizer, "randomize_users"):
+        out = randomizer.randomize_users(codes, offsets, batch)
+    else:
+        out = np.concatenate(
+            [randomizer.randomize(codes[offsets[i] : offsets[i + 1]], batch.source(i)) for i in range(ds.n_users)]
+        )
+    out = np.ascontiguousarray(out, dtype=np.int64)
+    if out.shape != codes.shape:
+        raise DataError("the item randomizer must return one item for every item it is given")
+    items = _sort_segments(out, offsets)
     return UserDataset(ds.offsets, items, ds.user_ids, ds.domain)
 
 

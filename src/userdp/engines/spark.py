@@ -6,11 +6,11 @@ The executors compute only exact, deterministic aggregates -- the ``(bin, size)`
 :meth:`~userdp.metrics.GridL1.cells_of`, :func:`~userdp.engines.base.user_means`,
 :func:`~userdp.data.tokenize`, the keyed streams). Everything random that happens per user (sampling with
 replacement for BoundedEMDReduction, local-model item randomization) reads the user's keyed stream
-(:class:`~userdp.noise.KeyedStreams`: AES-256-CTR under HMAC-SHA256 of a 256-bit master secret, drawn on the
-driver from ``os.urandom``, and of the user key). A retried or speculative task therefore recomputes exactly
-the same rows, while no user's stream can be predicted without the master (which travels to the executors
-inside the pickled task closure, and nowhere else). Privacy noise, selection and reconstruction run on the
-driver, once, in the releases.
+(:class:`~userdp.noise.KeyedStreams`: AES-256-CTR under a key derived from a 256-bit master secret, drawn on
+the driver from ``os.urandom``, from a counter block keyed by the user). A retried or speculative task
+therefore recomputes exactly the same rows, while no user's stream can be predicted without the master
+(which travels to the executors inside the pickled task closure, and nowhere else). Privacy noise, selection
+and reconstruction run on the driver, once, in the releases.
 
 Driver memory: aggregates are small (a histogram, a grid's count table, one row per user for means); the
 exact distinct count collects the edge list and is refused above ``max_edges`` (default 5e7 edges); the

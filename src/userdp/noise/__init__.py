@@ -67,7 +67,15 @@ Negligible deviations (documented, not hidden)
 
 from __future__ import annotations
 
-from .keyed import KeyedSource, KeyedStreams, encode_user_key, keyed_keep, keyed_randomize, keyed_sample_indices
+from .keyed import (
+    KeyedBatch,
+    KeyedSource,
+    KeyedStreams,
+    encode_user_key,
+    keyed_keep,
+    keyed_randomize,
+    keyed_sample_indices,
+)
 from .knorm import KNormCalibration, L2LatticeLaw, calibrate_knorm, knorm_mechanism, knorm_release, lattice_knorm_noise
 from .mechanisms import (
     GaussianCalibration,
@@ -127,6 +135,7 @@ __all__ = [
     "keyed_sample_indices",
     "keyed_keep",
     "keyed_randomize",
+    "KeyedBatch",
     "KeyedSource",
     "encode_user_key",
 ]

@@ -1,0 +1,78 @@
+"""The in-memory engine's keyed transformations run all users at once (one AES call for every user's first
+batch of words, one compiled GKRR pass); they must equal the per-user reference functions of
+``userdp.noise`` (``keyed_randomize``, ``keyed_sample_indices``), which define what every engine draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from userdp.data import FiniteDomain, UserDataset
+from userdp.dem import GKRR
+from userdp.dem import randomizers as rz
+from userdp.dem.randomizers import ExponentialRandomizer
+from userdp.engines import memory
+from userdp.metrics import ClusteredMetric, FiniteMetric
+from userdp.noise import KeyedStreams, keyed_randomize, keyed_sample_indices
+
+
+def _dataset(sizes, k, ids, seed=1):
+    rng = np.random.default_rng(seed)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return UserDataset(offsets, rng.integers(0, k, offsets[-1]), ids, FiniteDomain(np.arange(k)))
+
+
+def _reference(ds, randomizer, streams):
+    o = ds.offsets
+    parts = [keyed_randomize(streams, ds.user_ids[i], ds.items[o[i] : o[i + 1]], randomizer) for i in range(ds.n_users)]
+    return np.concatenate(parts)
+
+
+@pytest.mark.parametrize("ids", ["text", "int", "mixed"])
+def test_batched_gkrr_equals_the_per_user_reference(ids):
+    sizes = np.random.default_rng(0).integers(0, 60, 400)
+    sizes[:3] = [0, 1, 2]
+    keys = {
+        "text": np.array([f"u{i}" for i in range(400)], dtype=object),
+        "int": np.arange(400, dtype=np.int64) * 7 - 1000,
+        "mixed": np.array([i if i % 2 else f"{i}" for i in range(400)], dtype=object),
+    }[ids]
+    ds = _dataset(sizes, 20, keys)
+    gk, streams = GKRR(ClusteredMetric(4, 5, 0.2), 3.0), KeyedStreams(4)
+    got = memory.randomize_keyed(ds, gk, streams)
+    assert np.array_equal(got.items, _reference(ds, gk, streams))
+    assert np.array_equal(got.offsets, ds.offsets)
+
+
+def test_users_whose_first_batch_runs_out_or_is_too_large_are_redone_on_their_own_stream(monkeypatch):
+    """A user with more than the kernel's chunk of items, and users whose first batch of words runs out (forced
+    here by a kernel that gives up on every third user), go to ``GKRR.randomize`` on the user's stream."""
+    monkeypatch.setattr(rz, "_GKRR_CHUNK", 64)  # users above 64 items take the per-user path
+    sizes = np.array([10, 200, 0, 64, 65, 30, 1] * 5)
+    ds = _dataset(sizes, 20, np.arange(sizes.size))
+    gk, streams = GKRR(ClusteredMetric(4, 5, 0.2), 2.0), KeyedStreams(8)
+    want = _reference(ds, gk, streams)
+    assert np.array_equal(memory.randomize_keyed(ds, gk, streams).items, want)
+    real = rz._gkrr_users
+
+    def gives_up(words, word_offsets, codes, offsets, *rest):
+        done = real(words, word_offsets, codes, offsets, *rest)
+        done[::3] = False  # their output is overwritten by the per-user path
+        return done
+
+    monkeypatch.setattr(rz, "_gkrr_users", gives_up)
+    assert np.array_equal(memory.randomize_keyed(ds, gk, streams).items, want)
+
+
+def test_other_randomizers_and_sampling_equal_the_per_user_reference():
+    ds = _dataset(np.random.default_rng(2).integers(1, 30, 150), 6, np.array([f"p{i}" for i in range(150)]))
+    space = FiniteMetric(np.abs(np.subtract.outer(np.arange(6), np.arange(6))), scale=5.0)
+    ex, streams = ExponentialRandomizer(space, 2.0), KeyedStreams(3)
+    assert np.array_equal(memory.randomize_keyed(ds, ex, streams).items, _reference(ds, ex, streams))
+    got = memory.sample_keyed(ds, 7, streams)
+    o = ds.offsets
+    want = np.concatenate(
+        [np.sort(ds.items[o[i] : o[i + 1]])[keyed_sample_indices(streams, ds.user_ids[i], o[i + 1] - o[i], 7)]
+         for i in range(ds.n_users)]
+    )
+    assert np.array_equal(got.items, want)
