@@ -285,6 +285,27 @@ def test_unique_inverse_equals_numpys_on_text_and_numbers():
         unique_inverse(mixed)
 
 
+def test_unique_inverse_of_integers_in_a_narrow_range_equals_numpys():
+    """The table path for integers spanning at most twice their count returns ``np.unique``'s labels (same
+    dtype) and codes, at the ends of every integer type too (no overflow while shifting)."""
+    from userdp.data import unique_inverse
+
+    rng = np.random.default_rng(5)
+    cases = [rng.integers(0, 20, 5000), rng.integers(-3000, 3000, 5000), rng.integers(0, 10**6, 5000)]
+    for dt in (np.int8, np.uint8, np.int16, np.uint32, np.int64, np.uint64):
+        info = np.iinfo(dt)
+        off = rng.integers(0, 256, 3000).astype(object)
+        cases.append(np.array(int(info.min) + off, dtype=dt))
+        cases.append(np.array(int(info.max) - off, dtype=dt))
+    cases.append(np.tile(np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max]), 1000))  # wide: NumPy's path
+    cases.append(rng.integers(0, 40, (30, 100)))
+    for arr in cases:
+        want_u, want_i = np.unique(arr, return_inverse=True)
+        got_u, got_i = unique_inverse(arr)
+        assert got_u.dtype == want_u.dtype and np.array_equal(got_u, want_u)
+        assert got_i.dtype == np.int64 and np.array_equal(got_i, want_i.reshape(-1))
+
+
 def test_dedupe_equals_the_unique_of_user_item_pairs():
     """dedupe sorts the (user, item) keys and keeps the first of each run (issue 17): the same sets, sorted
     within each user, as np.unique of the keys; a dataset of no items stays empty."""
