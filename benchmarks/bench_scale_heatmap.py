@@ -24,7 +24,8 @@ and both branches of the auto release are not counted; the warm-up's peak RSS is
   whole user, building each chunk's ``UserDataset`` (``engines.memory.load_table``), the contiguity check,
   gridding (``engines.memory.grid_rows``), aggregation (``_Rows.add`` / ``_Rows.total``: the exact
   ``(cell, size)`` count tables) -- and the release (``auto_heatmap`` on the grid sum); with what the pass holds
-  at its end (the users' keys kept by ``_SeenUsers``, the largest count table and how often it was merged) and,
+  at its end (the users' keys kept by ``_SeenUsers``, the most count-table rows held at once and how often
+  the tables were merged) and,
   with ``--trace-memory``, the peak NumPy memory (tracemalloc) of each step and the Arrow pool's largest size;
 * with ``--profile``, a third interpreter runs the end-to-end call under cProfile (its time is inflated by
   the profiler) and prints the functions with the most own time.
@@ -153,14 +154,11 @@ T = dict.fromkeys(["read", "cut", "load", "seen", "grid", "aggregate", "release"
 cols = Columns("user", points=("lat", "lon"))
 pf = pq.ParquetFile(PATH, pre_buffer=False, buffer_size=1 << 20)
 batches = pf.iter_batches(batch_size=ROWS, columns=cols.names, use_threads=False)
-class Rows(_Rows):  # _Rows, counting its merges and the largest table it holds
-    merges, held = 0, 0
-    def add(self, bins, sizes):
-        super().add(bins, sizes)
-        self.held = max(self.held, sum(k.size for k in self.keys))
+class Rows(_Rows):  # _Rows, recording its merges and the most rows it holds (running table and tables waiting)
+    held, merges = 0, 0
     def _merge(self):
-        self.merges += 1
-        self.held = max(self.held, sum(k.size for k in self.keys))
+        self.held = max(self.held, self.size + self.pending)
+        self.merges += bool(self.waiting)
         super()._merge()
 rows, seen, carry, chunks, users = Rows(), _SeenUsers(), None, 0, 0
 def step(t):
@@ -219,7 +217,7 @@ if {verify}:
     out["verify_s"] = time.perf_counter() - t0_
 mem("release")
 out.update(stages=T, chunks=chunks, users=users, peak_mb=rss_mb(), branch=rel.params.get("branch"), mem=M,
-           seen_mb=sum(p.nbytes for p in seen.parts) / 2**20, merges=rows.merges, held=rows.held)
+           seen_mb=seen.nbytes / 2**20, merges=rows.merges, held=rows.held)
 print(json.dumps(out))
 """
 
@@ -303,7 +301,7 @@ def main() -> None:
         print(f"  {'total of the steps':44s} {total:8.2f} s (pass wall {st['pass']:.2f} s)")
         print(
             f"  held at the end: the users' keys for the contiguity check {st['seen_mb']:.1f} MB; the (cell, size) "
-            f"count table at most {st['held']:,} rows ({st['held'] * 16 / 2**20:.0f} MB), merged {st['merges']} times"
+            f"count tables at most {st['held']:,} rows ({st['held'] * 16 / 2**20:.0f} MB), merged {st['merges']} times"
         )
         if args.trace_memory:
             print("  peak traced NumPy memory (tracemalloc) in each step, MB, and the Arrow pool's largest:")

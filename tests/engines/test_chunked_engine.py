@@ -142,3 +142,55 @@ def test_a_user_larger_than_a_chunk_stays_whole(tmp_path):
     eng = ChunkedEngine(1000)
     sizes = eng.user_sizes(eng.load(path, POINTS))
     assert (sizes.smallest, sizes.largest, sizes.users) == (3, 5000, 2)
+
+
+@pytest.mark.parametrize("min_rows", [1, 50, 1 << 20])
+def test_count_tables_merged_chunk_by_chunk_equal_the_whole_table(monkeypatch, min_rows):
+    """The chunked engine's running (bin, size) table, merged by linear merges of sorted tables as often as
+    every chunk or only at the end, gives the same sums, bit for bit, as the table of all rows at once."""
+    from userdp.engines import chunked
+    from userdp.engines.base import sum_by_size
+
+    monkeypatch.setattr(chunked, "_MERGE_MIN_ROWS", min_rows)
+    rng = np.random.default_rng(7)
+    rows, bins, sizes = chunked._Rows(), [], []
+    for _ in range(40):
+        n = int(rng.integers(0, 400))
+        b, s = rng.integers(0, 300, n), rng.integers(1, int(rng.integers(2, 40)), n)
+        rows.add(b, s)
+        bins.append(b)
+        sizes.append(s)
+    got = rows.total(300)
+    assert np.array_equal(got, sum_by_size(np.concatenate(bins), np.concatenate(sizes), None, 300))
+    assert rows.size and np.all(np.diff(rows.keys[: rows.size]) > 0)
+
+
+def test_seen_users_kept_as_runs_still_refuse_a_user_seen_before():
+    """Integer user keys in order are kept as runs of consecutive values (a few numbers for a file of users
+    numbered in order), and a chunk that goes back still finds every earlier key, gaps and extremes included."""
+    from userdp.engines.chunked import _SeenUsers
+
+    big = np.iinfo(np.int64)
+    chunks = [np.arange(c * 1000, c * 1000 + 900, dtype=np.int64) for c in range(50)]
+    chunks.append(np.array([10**12, 10**12 + 2, big.max], dtype=np.int64))
+    seen = _SeenUsers()
+    for c in chunks:
+        seen.add(c)
+    assert seen.nbytes < 2000  # 51 chunks of runs, not 45,003 keys
+    assert np.array_equal(seen._all(), np.concatenate(chunks))
+    for back in ([899], [49_001, 10**12 + 1], [big.max - 1, 10**12 + 2], [5, 10**13]):
+        keys = np.array(back, dtype=np.int64)
+        expect_refusal = bool(np.isin(keys, np.concatenate(chunks)).any())
+        fresh = _SeenUsers()
+        for c in chunks:
+            fresh.add(c)
+        if expect_refusal:
+            with pytest.raises(DataError, match="two chunks"):
+                fresh.add(keys)
+        else:
+            fresh.add(keys)
+            assert np.array_equal(fresh._all(), np.union1d(np.concatenate(chunks), keys))
+    low = _SeenUsers()
+    low.add(np.array([big.min, big.min + 1, 0], dtype=np.int64))
+    with pytest.raises(DataError, match="two chunks"):
+        low.add(np.array([big.min + 1], dtype=np.int64))

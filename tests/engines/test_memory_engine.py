@@ -209,3 +209,19 @@ def test_edges_equal_the_reference_graph():
     shuffled = UserDataset(ds.offsets, ds.items, ds.user_ids[::-1].copy(), ds.domain)  # keys not sorted
     recs = np.repeat(shuffled.user_ids, shuffled.counts())
     _same(edges_of_dataset(shuffled), _edges_reference(recs, shuffled.domain.labels[shuffled.items]))
+
+
+@pytest.mark.parametrize("rows_per_slice", [1, 3, 64])
+def test_a_count_table_summed_slice_by_slice_gives_the_same_sums(monkeypatch, rows_per_slice):
+    """sum_table turns a large table into sums a slice of whole bins at a time; any slice size gives the
+    same floats as one slice (a bin with more rows than a slice stays whole)."""
+    from userdp.engines import base
+
+    rng = np.random.default_rng(11)
+    bins = np.concatenate([rng.integers(0, 40, 3000), np.full(500, 7)])  # bin 7: many sizes
+    sizes = np.concatenate([rng.integers(1, 30, 3000), rng.integers(1, 400, 500)])
+    keys, totals = count_table(bins, sizes)
+    whole = base.sum_table(keys, totals, 40)
+    monkeypatch.setattr(base, "_SUM_SLICE", rows_per_slice)
+    assert np.array_equal(base.sum_table(keys, totals, 40), whole)
+    assert np.array_equal(whole, sum_by_size(bins, sizes, None, 40))

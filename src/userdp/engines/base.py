@@ -440,15 +440,23 @@ def sum_by_size(bins: np.ndarray, sizes: np.ndarray, counts: np.ndarray | None, 
 
 
 def sum_table(keys: np.ndarray, totals: np.ndarray, length: int) -> np.ndarray:
-    """:func:`sum_by_size` from the table :func:`count_table` (or :func:`user_count_table`) gives."""
+    """:func:`sum_by_size` from the table :func:`count_table` (or :func:`user_count_table`) gives (sorted keys).
+    A large table is summed a slice of whole bins at a time, so its working memory stays small."""
     out = np.zeros(int(length), dtype=np.float64)
-    if keys.size == 0:
-        return out
-    b, n = decode_keys(keys)  # sorted by (bin, size)
-    terms = totals / n.astype(np.float64)
-    starts = np.flatnonzero(np.concatenate([[True], b[1:] != b[:-1]]))
-    out[b[starts]] = np.add.reduceat(terms, starts)
+    start = 0
+    while start < keys.size:  # about 2^20 rows at a time, every bin's rows in one slice (the same sums)
+        stop = min(keys.size, start + _SUM_SLICE)
+        if stop < keys.size:
+            stop = max(stop, int(np.searchsorted(keys, ((keys[stop - 1] >> _SIZE_BITS) + 1) << _SIZE_BITS)))
+        b, n = decode_keys(keys[start:stop])  # sorted by (bin, size)
+        terms = totals[start:stop] / n.astype(np.float64)
+        starts = np.flatnonzero(np.concatenate([[True], b[1:] != b[:-1]]))
+        out[b[starts]] = np.add.reduceat(terms, starts)
+        start = stop
     return out
+
+
+_SUM_SLICE = 1 << 20  # rows of a count table turned into sums at a time (bounds the memory sum_table adds)
 
 
 @njit(cache=True)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from numba import njit
 
 from ..data import BoxDomain, FiniteDomain, UserDataset, to_arrow
 from ..errors import DataError, ParameterError
@@ -31,11 +32,10 @@ from .base import (
     bounded_item_sums_of,
     check_grid,
     count_table,
-    decode_keys,
     edges_from_pairs,
     key_records_from_triples,
     merge_item_sums,
-    sum_by_size,
+    sum_table,
     text_columns,
 )
 
@@ -47,11 +47,19 @@ ROWS_PER_CHUNK = 1_000_000
 class _SeenUsers:
     """User keys seen in earlier chunks, to refuse a user whose rows are not contiguous. Chunks whose keys
     all exceed every earlier key (a file sorted by user) are checked in O(chunk); otherwise against all
-    earlier keys."""
+    earlier keys. Integer keys (int64) are kept as runs of consecutive values, so a file of users numbered
+    in order holds a few numbers instead of one per user."""
 
     def __init__(self) -> None:
-        self.parts: list[np.ndarray] = []
+        self.parts: list[np.ndarray] = []  # sorted, distinct keys (any type but int64 runs)
+        self.lo: list[np.ndarray] = []  # int64 keys: runs lo[i]..hi[i] of consecutive values, in order
+        self.hi: list[np.ndarray] = []
         self.top = None
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the keys."""
+        return sum(p.nbytes for p in self.parts + self.lo + self.hi)
 
     def add(self, keys: np.ndarray) -> None:
         keys = np.asarray(keys)
@@ -65,17 +73,32 @@ class _SeenUsers:
             except TypeError:
                 monotone = False
             if not monotone:
-                seen = np.concatenate(self.parts)
+                seen = self._all()
                 if np.isin(keys, seen).any():
                     raise DataError(
                         "a user appears in two chunks (the rows must be grouped by user, e.g. sorted, and chunks "
                         "must carry distinct user ids); their contribution could not be bounded"
                     )
-                self.parts = [np.union1d(seen, keys)]
+                self.parts, self.lo, self.hi = [np.union1d(seen, keys)], [], []
                 self.top = self.parts[0][-1]
                 return
-        self.parts.append(keys)
+        if keys.dtype == np.int64 and not self.parts:
+            cut = np.flatnonzero(np.diff(keys) != 1) + 1  # (no overflow to 1: keys increase)
+            self.lo.append(keys[np.concatenate([[0], cut])])
+            self.hi.append(keys[np.concatenate([cut - 1, [keys.size - 1]])])
+        else:
+            if self.lo:
+                self.parts, self.lo, self.hi = [self._all()], [], []
+            self.parts.append(keys)
         self.top = keys[-1]
+
+    def _all(self) -> np.ndarray:
+        """Every key seen, sorted (runs written out)."""
+        if self.lo:
+            lo, hi = np.concatenate(self.lo), np.concatenate(self.hi)
+            n = hi - lo + 1
+            return np.repeat(lo - np.cumsum(n) + n, n) + np.arange(int(n.sum()), dtype=np.int64)
+        return np.concatenate(self.parts)
 
 
 def _increasing(keys: np.ndarray) -> bool:
@@ -333,34 +356,112 @@ class ChunkedEngine(Engine):
         return data.then(lambda ds: memory.randomize_keyed(ds, randomizer, streams, m))
 
 
+_MERGE_MIN_ROWS = 1 << 20  # count-table rows that may wait before a merge
+
+
+@njit(cache=True)
+def _merge_tables(ka: np.ndarray, ta: np.ndarray, kb: np.ndarray, tb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two count tables (sorted, distinct keys; integer totals) merged into one: equal keys add up. Two walks,
+    the first to size the output exactly, so the merge holds the inputs and the result and nothing more."""
+    n = i = j = 0
+    while i < ka.size and j < kb.size:
+        if ka[i] <= kb[j]:
+            j += ka[i] == kb[j]
+            i += 1
+        else:
+            j += 1
+        n += 1
+    n += (ka.size - i) + (kb.size - j)
+    keys = np.empty(n, np.int64)
+    totals = np.empty(n, np.int64)
+    n = i = j = 0
+    while i < ka.size and j < kb.size:
+        if ka[i] < kb[j]:
+            keys[n], totals[n] = ka[i], ta[i]
+            i += 1
+        elif ka[i] > kb[j]:
+            keys[n], totals[n] = kb[j], tb[j]
+            j += 1
+        else:
+            keys[n], totals[n] = ka[i], ta[i] + tb[j]
+            i += 1
+            j += 1
+        n += 1
+    while i < ka.size:
+        keys[n], totals[n] = ka[i], ta[i]
+        i += 1
+        n += 1
+    while j < kb.size:
+        keys[n], totals[n] = kb[j], tb[j]
+        j += 1
+        n += 1
+    return keys, totals
+
+
+@njit(cache=True)
+def _merge_into(keys: np.ndarray, totals: np.ndarray, m: int, kb: np.ndarray, tb: np.ndarray) -> int:
+    """The table ``kb, tb`` merged into the table held in ``keys[:m], totals[:m]`` (both sorted, distinct
+    keys), in place: the buffers must hold ``m + kb.size`` rows. Merges from the back, so no row is
+    overwritten before it is read, then closes the gap equal keys left. Returns the merged table's length."""
+    i, j, w = m - 1, kb.size - 1, m + kb.size - 1
+    while j >= 0:
+        if i >= 0 and keys[i] > kb[j]:
+            keys[w], totals[w] = keys[i], totals[i]
+            i -= 1
+        elif i >= 0 and keys[i] == kb[j]:
+            keys[w], totals[w] = keys[i], totals[i] + tb[j]
+            i -= 1
+            j -= 1
+        else:
+            keys[w], totals[w] = kb[j], tb[j]
+            j -= 1
+        w -= 1
+    gap = w - i  # rows i+1..w are free: the merged rows after them move down
+    if gap > 0:
+        n = m + kb.size
+        for r in range(w + 1, n):
+            keys[r - gap] = keys[r]
+            totals[r - gap] = totals[r]
+    return m + kb.size - gap
+
+
 class _Rows:
     """The exact ``(bin, size)`` count table of :func:`~userdp.engines.base.sum_by_size`, built chunk by chunk:
-    each chunk's rows are reduced to its table at once, and the tables are merged (integer sums) whenever
-    they grow, so memory holds one chunk plus a table no larger than bins x distinct sizes."""
+    each chunk's rows are reduced to its table at once (sorted keys, integer totals); the chunks' tables wait
+    until they outgrow a quarter of the running table, are merged with each other, and then merged into the
+    running table in place (integer sums, no sort; its buffers grow by ``realloc``, which moves large arrays'
+    pages without copying them). Memory holds one chunk, the running table and the tables waiting."""
 
     def __init__(self) -> None:
-        self.keys: list[np.ndarray] = []
-        self.counts: list[np.ndarray] = []
-        self.pending = 0  # rows added since the last merge
-        self.merged = 0  # rows of the merged table
+        self.keys = np.empty(0, np.int64)  # the running table's buffers; its rows are [:self.size]
+        self.totals = np.empty(0, np.int64)
+        self.size = 0
+        self.waiting: list[tuple[np.ndarray, np.ndarray]] = []
+        self.pending = 0  # rows waiting
 
     def add(self, bins: np.ndarray, sizes: np.ndarray) -> None:
-        keys, counts = count_table(bins, sizes)
-        self.keys.append(keys)
-        self.counts.append(counts)
+        keys, totals = count_table(bins, sizes)
+        self.waiting.append((keys, np.asarray(totals, dtype=np.int64)))
         self.pending += keys.size
-        # merge once the new rows outgrow the merged table (or a million rows): each merge then costs no more
-        # than the rows added since the last, instead of re-sorting a large table for every chunk
-        if len(self.keys) > 1 and self.pending > max(1_000_000, self.merged):
+        if self.pending > max(_MERGE_MIN_ROWS, self.size // 4):
             self._merge()
 
     def _merge(self) -> None:
-        b, n = decode_keys(np.concatenate(self.keys))
-        keys, counts = count_table(b, n, np.concatenate(self.counts))
-        self.keys, self.counts, self.pending, self.merged = [keys], [counts], 0, keys.size
+        tables = self.waiting
+        while len(tables) > 1:  # pairwise, so each row is copied about log2(tables) times
+            pairs = [_merge_tables(*tables[i], *tables[i + 1]) for i in range(0, len(tables) - 1, 2)]
+            tables = pairs + tables[len(tables) - len(tables) % 2 :]
+        self.waiting, self.pending = [], 0
+        if not tables:
+            return
+        kb, tb = tables[0]
+        need = self.size + kb.size
+        if self.keys.size < need:
+            grow = max(need, self.keys.size + self.keys.size // 4)
+            self.keys.resize(grow, refcheck=False)
+            self.totals.resize(grow, refcheck=False)
+        self.size = _merge_into(self.keys, self.totals, self.size, kb, tb)
 
     def total(self, length: int) -> np.ndarray:
-        if not self.keys:
-            return np.zeros(length)
-        b, n = decode_keys(np.concatenate(self.keys))
-        return sum_by_size(b, n, np.concatenate(self.counts), length)
+        self._merge()
+        return sum_table(self.keys[: self.size], self.totals[: self.size], length)
