@@ -260,3 +260,40 @@ def test_audit_dense_branch_with_smoothing_active():
     mech = functools.partial(dense_emd_heatmap, coarse_side=2)
     ok = _audit(mech, 2.0, shape=(4, 4), n=600, n_pilot=100)
     assert ok.passed, str(ok)
+
+
+def test_leaves_painted_in_one_pass_equal_the_depth_by_depth_expansion():
+    """PrivTree's leaf values and labels are painted onto the grid by one compiled pass; they equal, byte for
+    byte, expanding every depth's coarse grid to the fine grid and adding the depths up (the former code),
+    -0.0 leaf values included."""
+    from userdp.heatmaps import privtree as pt
+    from userdp.noise import RandomSource
+
+    def expanded(leaves, values, plan, shape):
+        out, labels, start = np.zeros(shape), np.zeros(shape, dtype=np.int64), 0
+        for d, r, c in leaves:
+            if r.size == 0:
+                continue
+            grid = np.zeros((plan.rows[d].size, plan.cols[d].size))
+            grid[r, c] = values[start : start + r.size] / (plan.row_len[d][r] * plan.col_len[d][c])
+            out += grid[plan.row_of[d]][:, plan.col_of[d]]
+            ids = np.full(grid.shape, -1, dtype=np.int64)
+            ids[r, c] = np.arange(start, start + r.size)
+            fine = ids[plan.row_of[d]][:, plan.col_of[d]]
+            labels = np.where(fine >= 0, fine, labels)
+            start += r.size
+        return out, labels
+
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        shape = (int(rng.integers(1, 50)), int(rng.integers(1, 50)))
+        plan = pt._plan(*shape)
+        counts = pt._level_counts(rng.poisson(rng.uniform(0.1, 40), shape).astype(float), plan)
+        cal = pt._tree_calibration(pt.privtree_lambda(0.5), 0.5, shape[0] * shape[1])
+        leaves = pt._decompose(counts, plan, float(rng.uniform(0, 20)), 1.0, cal, RandomSource(trial))
+        k = sum(r.size for _, r, _ in leaves)
+        values = rng.normal(size=k) * 1e3
+        values[::5] = -0.0
+        want, want_labels = expanded(leaves, values, plan, shape)
+        assert pt._spread_leaves(leaves, values, plan, shape).tobytes() == want.tobytes()
+        assert np.array_equal(pt._leaf_labels(leaves, plan, shape), want_labels)

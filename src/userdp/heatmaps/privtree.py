@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from ..errors import ParameterError
 from ..noise import LaplaceCalibration, RngLike, add_laplace, calibrate_laplace, resolve_rng
@@ -237,35 +238,46 @@ def _decompose(
     return leaves
 
 
+def _leaf_boxes(
+    leaves: list[tuple[int, np.ndarray, np.ndarray]], plan: _Plan
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every leaf's cells ``[r0, r1) x [c0, c1)`` (in the order of ``leaves``) and its area."""
+    parts = [
+        (plan.rows[d][r], plan.row_len[d][r], plan.cols[d][c], plan.col_len[d][c]) for d, r, c in leaves if r.size
+    ]
+    if not parts:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty, empty, empty
+    r0, rl, c0, cl = (np.concatenate(x).astype(np.int64) for x in zip(*parts, strict=True))
+    return r0, r0 + rl, c0, c0 + cl, rl * cl
+
+
+@njit(cache=True)
+def _paint(r0, r1, c0, c1, values, out):
+    """``out[r0[i]:r1[i], c0[i]:c1[i]] = values[i]`` for every leaf ``i`` (the leaves are disjoint)."""
+    for i in range(r0.size):
+        v = values[i]
+        for y in range(r0[i], r1[i]):
+            for x in range(c0[i], c1[i]):
+                out[y, x] = v
+
+
 def _spread_leaves(
     leaves: list[tuple[int, np.ndarray, np.ndarray]], values: np.ndarray, plan: _Plan, shape: tuple[int, int]
 ) -> np.ndarray:
-    """Each leaf's value spread uniformly over its cells."""
+    """Each leaf's value spread uniformly over its cells (one compiled pass over the grid)."""
+    r0, r1, c0, c1, area = _leaf_boxes(leaves, plan)
     out = np.zeros(shape)
-    start = 0
-    for d, r, c in leaves:
-        if r.size == 0:
-            continue
-        v = values[start : start + r.size] / (plan.row_len[d][r] * plan.col_len[d][c])
-        start += r.size
-        grid = np.zeros((plan.rows[d].size, plan.cols[d].size))
-        grid[r, c] = v
-        out += grid[plan.row_of[d]][:, plan.col_of[d]]
+    # 0.0 + v: a cell no leaf covers stays 0.0, and -0.0 becomes 0.0, as when the depths' grids were added up
+    _paint(r0, r1, c0, c1, 0.0 + np.asarray(values[: r0.size], dtype=np.float64) / area, out)
     return out
 
 
 def _leaf_labels(leaves: list[tuple[int, np.ndarray, np.ndarray]], plan: _Plan, shape: tuple[int, int]) -> np.ndarray:
     """``H x W`` labels: the index of each cell's leaf (in the order of ``leaves``)."""
+    r0, r1, c0, c1, _ = _leaf_boxes(leaves, plan)
     out = np.zeros(shape, dtype=np.int64)
-    start = 0
-    for d, r, c in leaves:
-        if r.size == 0:
-            continue
-        grid = np.full((plan.rows[d].size, plan.cols[d].size), -1, dtype=np.int64)
-        grid[r, c] = np.arange(start, start + r.size)
-        start += r.size
-        fine = grid[plan.row_of[d]][:, plan.col_of[d]]
-        out = np.where(fine >= 0, fine, out)
+    _paint(r0, r1, c0, c1, np.arange(r0.size, dtype=np.int64), out)
     return out
 
 
