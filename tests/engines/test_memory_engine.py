@@ -225,3 +225,13 @@ def test_a_count_table_summed_slice_by_slice_gives_the_same_sums(monkeypatch, ro
     monkeypatch.setattr(base, "_SUM_SLICE", rows_per_slice)
     assert np.array_equal(base.sum_table(keys, totals, 40), whole)
     assert np.array_equal(whole, sum_by_size(bins, sizes, None, 40))
+
+
+def test_a_slice_of_a_count_table_ends_at_a_bin_boundary_even_for_the_last_bin():
+    from userdp.engines.base import _bin_end
+
+    last = (1 << 32) - 1  # the largest bin a key holds: bin << 31 | size reaches 2^63 - 1
+    keys = np.array([(last - 1) << 31 | 1, last << 31 | 1, last << 31 | 2, last << 31 | 3], dtype=np.int64)
+    assert _bin_end(keys, 2) == 4 and _bin_end(keys, 1) == 1 and _bin_end(keys, 4) == 4
+    keys = np.array([5 << 31 | 1, 5 << 31 | 9, 6 << 31 | 1], dtype=np.int64)
+    assert _bin_end(keys, 1) == 2 and _bin_end(keys, 2) == 2

@@ -446,8 +446,7 @@ def sum_table(keys: np.ndarray, totals: np.ndarray, length: int) -> np.ndarray:
     start = 0
     while start < keys.size:  # about 2^20 rows at a time, every bin's rows in one slice (the same sums)
         stop = min(keys.size, start + _SUM_SLICE)
-        if stop < keys.size:
-            stop = max(stop, int(np.searchsorted(keys, ((keys[stop - 1] >> _SIZE_BITS) + 1) << _SIZE_BITS)))
+        stop = _bin_end(keys, stop)
         b, n = decode_keys(keys[start:stop])  # sorted by (bin, size)
         terms = totals[start:stop] / n.astype(np.float64)
         starts = np.flatnonzero(np.concatenate([[True], b[1:] != b[:-1]]))
@@ -457,6 +456,16 @@ def sum_table(keys: np.ndarray, totals: np.ndarray, length: int) -> np.ndarray:
 
 
 _SUM_SLICE = 1 << 20  # rows of a count table turned into sums at a time (bounds the memory sum_table adds)
+
+
+def _bin_end(keys: np.ndarray, stop: int) -> int:
+    """The first row at or after ``stop`` that starts a new bin (sorted keys), so a slice never cuts a bin."""
+    if stop >= keys.size:
+        return int(keys.size)
+    following = (int(keys[stop - 1]) >> _SIZE_BITS) + 1  # the next bin (a Python int: no overflow at 2^32)
+    if following >= 1 << 32:
+        return int(keys.size)
+    return max(stop, int(np.searchsorted(keys, following << _SIZE_BITS)))
 
 
 @njit(cache=True)

@@ -47,8 +47,8 @@ ROWS_PER_CHUNK = 1_000_000
 class _SeenUsers:
     """User keys seen in earlier chunks, to refuse a user whose rows are not contiguous. Chunks whose keys
     all exceed every earlier key (a file sorted by user) are checked in O(chunk); otherwise against all
-    earlier keys. Integer keys (int64) are kept as runs of consecutive values, so a file of users numbered
-    in order holds a few numbers instead of one per user."""
+    earlier keys. Integer keys (int64) are kept as runs of consecutive values where that takes less room, so a
+    file of users numbered in order holds a few numbers instead of one per user."""
 
     def __init__(self) -> None:
         self.parts: list[np.ndarray] = []  # sorted, distinct keys (any type but int64 runs)
@@ -82,23 +82,24 @@ class _SeenUsers:
                 self.parts, self.lo, self.hi = [np.union1d(seen, keys)], [], []
                 self.top = self.parts[0][-1]
                 return
-        if keys.dtype == np.int64 and not self.parts:
-            cut = np.flatnonzero(np.diff(keys) != 1) + 1  # (no overflow to 1: keys increase)
+        cut = np.flatnonzero(np.diff(keys) != 1) + 1 if keys.dtype == np.int64 else None  # (keys increase)
+        if cut is not None and 2 * (cut.size + 1) <= keys.size:  # runs only where they take less room
             self.lo.append(keys[np.concatenate([[0], cut])])
             self.hi.append(keys[np.concatenate([cut - 1, [keys.size - 1]])])
         else:
-            if self.lo:
-                self.parts, self.lo, self.hi = [self._all()], [], []
             self.parts.append(keys)
         self.top = keys[-1]
 
     def _all(self) -> np.ndarray:
-        """Every key seen, sorted (runs written out)."""
+        """Every key seen (runs written out), in no particular order."""
+        out = list(self.parts)
         if self.lo:
             lo, hi = np.concatenate(self.lo), np.concatenate(self.hi)
             n = hi - lo + 1
-            return np.repeat(lo - np.cumsum(n) + n, n) + np.arange(int(n.sum()), dtype=np.int64)
-        return np.concatenate(self.parts)
+            ramp = np.arange(int(n.sum()), dtype=np.int64)
+            ramp += np.repeat(lo - (np.cumsum(n) - n), n)
+            out.append(ramp)
+        return np.concatenate(out)
 
 
 def _increasing(keys: np.ndarray) -> bool:
@@ -403,6 +404,7 @@ def _merge_into(keys: np.ndarray, totals: np.ndarray, m: int, kb: np.ndarray, tb
     """The table ``kb, tb`` merged into the table held in ``keys[:m], totals[:m]`` (both sorted, distinct
     keys), in place: the buffers must hold ``m + kb.size`` rows. Merges from the back, so no row is
     overwritten before it is read, then closes the gap equal keys left. Returns the merged table's length."""
+    assert keys.size >= m + kb.size and totals.size >= m + kb.size and tb.size == kb.size
     i, j, w = m - 1, kb.size - 1, m + kb.size - 1
     while j >= 0:
         if i >= 0 and keys[i] > kb[j]:
@@ -441,23 +443,31 @@ class _Rows:
 
     def add(self, bins: np.ndarray, sizes: np.ndarray) -> None:
         keys, totals = count_table(bins, sizes)
-        self.waiting.append((keys, np.asarray(totals, dtype=np.int64)))
+        # copies: the table may be a view of a much larger buffer of runs, which would stay alive while waiting
+        self.waiting.append((np.array(keys, dtype=np.int64), np.array(totals, dtype=np.int64)))
         self.pending += keys.size
         if self.pending > max(_MERGE_MIN_ROWS, self.size // 4):
             self._merge()
 
     def _merge(self) -> None:
-        tables = self.waiting
+        tables, self.waiting, self.pending = self.waiting, [], 0
         while len(tables) > 1:  # pairwise, so each row is copied about log2(tables) times
-            pairs = [_merge_tables(*tables[i], *tables[i + 1]) for i in range(0, len(tables) - 1, 2)]
-            tables = pairs + tables[len(tables) - len(tables) % 2 :]
-        self.waiting, self.pending = [], 0
+            merged = []
+            for i in range(0, len(tables) - 1, 2):
+                (ka, ta), (kb, tb) = tables[i], tables[i + 1]
+                tables[i] = tables[i + 1] = None  # each pair is freed as soon as it is merged
+                merged.append(_merge_tables(ka, ta, kb, tb))
+                del ka, ta, kb, tb
+            tables = merged + tables[len(tables) - len(tables) % 2 :]
         if not tables:
             return
-        kb, tb = tables[0]
+        kb, tb = tables.pop()
         need = self.size + kb.size
         if self.keys.size < need:
             grow = max(need, self.keys.size + self.keys.size // 4)
+            # realloc in place. refcheck=False because a tracer or debugger holds extra references and would make
+            # the check refuse; safe because no view of these buffers outlives a method of this class
+            # (total() hands sum_table views that it drops before returning), and the class is private.
             self.keys.resize(grow, refcheck=False)
             self.totals.resize(grow, refcheck=False)
         self.size = _merge_into(self.keys, self.totals, self.size, kb, tb)
