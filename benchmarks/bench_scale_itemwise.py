@@ -93,7 +93,7 @@ from userdp.engines import memory
 from userdp.engines.base import Columns
 from userdp.engines.chunked import ChunkedTable, _Rows
 from userdp.noise import KeyedStreams, RandomSource
-from userdp.dem.randomizers import _GKRR_CHUNK, _GKRR_MASK, _gkrr_users
+from userdp.dem.randomizers import _GKRR_CHUNK, _GKRR_MASK, _first_batch, _gkrr_users
 from userdp.engines.memory import _sort_segments
 from userdp.noise.keyed import RANDOMIZE_PURPOSE
 from userdp.privacy.accounting import calibrate
@@ -141,7 +141,7 @@ for ds in timed_chunks("pass 2: generate, cut, load_table, contiguity"):  # memo
     codes = _sort_segments(np.ascontiguousarray(ds.items, dtype=np.int64), offsets)
     c_ = pc()
     sizes = np.diff(offsets)
-    budgets = np.where((sizes > 0) & (sizes <= _GKRR_CHUNK), sizes + sizes // 8 + 64, 0)
+    budgets = np.where((sizes > 0) & (sizes <= _GKRR_CHUNK), _first_batch(sizes), 0)
     words = batch.words(budgets)
     d = pc()
     out = np.empty_like(codes)

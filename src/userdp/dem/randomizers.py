@@ -95,6 +95,12 @@ _GKRR_MASK = (1 << 62) - 1  # GKRR reads 62 bits of each word
 _GKRR_CHUNK = 1 << 20  # items per kernel call (the first batch of words is sized for it)
 
 
+def _first_batch(n_items):
+    """The words GKRR first draws for ``n_items`` items (an int or an array): an eighth more, plus 64. The
+    per-user and the all-users paths must draw the same first batch to give the same output."""
+    return n_items + n_items // 8 + 64
+
+
 @njit(cache=True)
 def _gkrr_users(words, word_offsets, codes, offsets, t, k, Ws, Wi, Wo, T, mask, out):
     """:func:`_gkrr_kernel` over every user's codes and first batch of words; ``done[i]`` is False where user
@@ -174,7 +180,7 @@ class GKRR(ItemRandomizer):
         for s0 in range(0, codes.size, _GKRR_CHUNK):
             c = codes[s0 : s0 + _GKRR_CHUNK]
             o = out[s0 : s0 + _GKRR_CHUNK]
-            budget = c.size + c.size // 8 + 64
+            budget = _first_batch(c.size)
             while _gkrr_kernel(src.words(budget), c, t, k, self.W_same, self.W_in, self.W_out, self.total, mask, o) < 0:
                 budget *= 2
         return out
@@ -203,7 +209,7 @@ class GKRR(ItemRandomizer):
             raise ParameterError("offsets must run from 0 to the number of codes, one user per stream, not decreasing")
         offsets = offsets.astype(np.int64)
         sizes = np.diff(offsets)
-        budgets = np.where((sizes > 0) & (sizes <= _GKRR_CHUNK), sizes + sizes // 8 + 64, 0)
+        budgets = np.where((sizes > 0) & (sizes <= _GKRR_CHUNK), _first_batch(sizes), 0)
         words = batch.words(budgets)
         word_offsets = np.concatenate([[0], np.cumsum(budgets)]).astype(np.int64)
         out = np.empty_like(codes)

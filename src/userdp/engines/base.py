@@ -445,8 +445,7 @@ def sum_table(keys: np.ndarray, totals: np.ndarray, length: int) -> np.ndarray:
     out = np.zeros(int(length), dtype=np.float64)
     start = 0
     while start < keys.size:  # about 2^20 rows at a time, every bin's rows in one slice (the same sums)
-        stop = min(keys.size, start + _SUM_SLICE)
-        stop = _bin_end(keys, stop)
+        stop = _bin_end(keys, start + _SUM_SLICE)
         b, n = decode_keys(keys[start:stop])  # sorted by (bin, size)
         terms = totals[start:stop] / n.astype(np.float64)
         starts = np.flatnonzero(np.concatenate([[True], b[1:] != b[:-1]]))

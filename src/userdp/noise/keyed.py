@@ -236,12 +236,11 @@ class KeyedBatch:
         total = int(nb.sum())
         if total == 0:
             return np.empty(0, dtype=_U64)
-        starts = np.cumsum(nb) - nb
         ks = _keystream(self._cipher, self.hi, self.lo, nb)
         if np.all(counts % 2 == 0):
             return ks
         keep = np.ones(2 * total, dtype=bool)
-        keep[2 * (starts + nb)[counts % 2 == 1] - 1] = False  # the unread half of an odd count's last block
+        keep[2 * np.cumsum(nb)[counts % 2 == 1] - 1] = False  # the unread half of an odd count's last block
         return ks[keep]
 
 
