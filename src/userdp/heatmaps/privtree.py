@@ -196,7 +196,7 @@ def _level_counts(s: np.ndarray, plan: _Plan) -> list[np.ndarray]:
     """Node counts of every depth, bottom-up (each by summing the at most 4 children: small rounding)."""
     D = len(plan.rows) - 1
     counts = [np.empty((0, 0))] * (D + 1)
-    x = np.add.reduceat(np.add.reduceat(s, plan.rows[D], axis=0), plan.cols[D], axis=1)
+    x = s  # the deepest partition is the single cells (summing them one by one would copy the same bits)
     counts[D] = x
     for d in range(D - 1, -1, -1):
         x = np.add.reduceat(np.add.reduceat(x, plan.row_first[d], axis=0), plan.col_first[d], axis=1)
@@ -274,10 +274,12 @@ def _spread_leaves(
 
 
 def _leaf_labels(leaves: list[tuple[int, np.ndarray, np.ndarray]], plan: _Plan, shape: tuple[int, int]) -> np.ndarray:
-    """``H x W`` labels: the index of each cell's leaf (in the order of ``leaves``)."""
+    """``H x W`` labels: the index of each cell's leaf (in the order of ``leaves``; unsigned 32-bit, as
+    :func:`~userdp.heatmaps.postprocess.smooth_within_parts` reads them, while they fit)."""
     r0, r1, c0, c1, _ = _leaf_boxes(leaves, plan)
-    out = np.zeros(shape, dtype=np.int64)
-    _paint(r0, r1, c0, c1, np.arange(r0.size, dtype=np.int64), out)
+    dtype = np.uint32 if r0.size <= 2**32 else np.int64
+    out = np.zeros(shape, dtype=dtype)
+    _paint(r0, r1, c0, c1, np.arange(r0.size, dtype=dtype), out)
     return out
 
 
@@ -302,13 +304,17 @@ def tree_emd_projection(
     neg = np.maximum(-values, 0.0)
     cur = depth.copy()
     for d in range(int(depth.max(initial=0)), -1, -1):
-        up = cur > d  # move those leaves' ancestor indices to depth d
+        up = cur > d  # move those leaves' ancestor indices to depth d: the interval holding their first row
         if up.any():
-            anc_r[up] = np.searchsorted(plan.rows[d], plan.rows[d + 1][anc_r[up]], side="right") - 1
-            anc_c[up] = np.searchsorted(plan.cols[d], plan.cols[d + 1][anc_c[up]], side="right") - 1
+            anc_r[up] = plan.row_of[d][plan.rows[d + 1][anc_r[up]]]
+            anc_c[up] = plan.col_of[d][plan.cols[d + 1][anc_c[up]]]
             cur[up] = d
         act = depth >= d
-        _, inv = np.unique(anc_r[act] * plan.cols[d].size + anc_c[act], return_inverse=True)
+        node = anc_r[act] * plan.cols[d].size + anc_c[act]
+        n_nodes = plan.rows[d].size * plan.cols[d].size
+        # group by node: directly by its index when there are not many more nodes than leaves (bincount adds
+        # each group's terms in the leaves' order either way, so the sums are the same bits)
+        inv = node if n_nodes <= 4 * node.size + 4096 else np.unique(node, return_inverse=True)[1]
         P = np.bincount(inv, pos[act])
         N = np.bincount(inv, neg[act])
         cancel = np.minimum(P, N)

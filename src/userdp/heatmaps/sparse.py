@@ -75,6 +75,8 @@ def _check_sum_grid(s: np.ndarray) -> np.ndarray:
     arr = np.asarray(s, dtype=np.float64)
     if np.any(arr < 0):
         raise DataError("the aggregate of user distributions cannot be negative")
+    if np.any(arr > 2.0**53):  # each user adds at most 1 to a cell
+        raise DataError("the aggregate of user distributions holds more than 2^53 users in a cell")
     return arr
 
 
