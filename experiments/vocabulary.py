@@ -15,7 +15,11 @@ items (the same subsets for every method), then:
   thresholding, each with its exact ``probability_of_keep(n_i)`` for an item held by ``n_i`` persons;
 * OpenDP 0.16's ``make_laplace_threshold`` (counts of persons, l0 = Delta_0, scale Delta_0 / epsilon, the
   smallest threshold its privacy map allows at delta; integer discrete Laplace noise, so the keep
-  probability is exact). Its Gaussian threshold reports zCDP, and is not compared yet.
+  probability is exact), and its ``make_gaussian_threshold`` (discrete Gaussian noise, zCDP plus the
+  threshold's delta, turned into (epsilon, delta) by OpenDP's ``make_zCDP_to_approxDP`` and
+  ``make_fix_delta``; of noise scales sqrt(Delta_0)/epsilon x 2^(j/4), j = 4..40, the one whose smallest
+  allowed threshold is smallest, which reads no data; keep probabilities summed from the discrete Gaussian's
+  mass function).
 
 PipelineDP runs in its own environment (its pins clash with userdp's): pass its Python with --peers-python
 (``python -m venv /tmp/pdpenv && /tmp/pdpenv/bin/pip install pipeline-dp opendp``). Writes
@@ -81,6 +85,48 @@ for eps, d0 in req["cases"]:
             m = hi - n  # kept when n + Z >= threshold
             keep.append(math.exp(-m / scale) / (1 + q) if m >= 1 else 1 - math.exp(-(1 - m) / scale) / (1 + q))
         out[f"OpenDP Laplace threshold|{eps}|{d0}"] = keep
+        # OpenDP's Gaussian threshold: zCDP (and the threshold's delta) turned into (eps, delta) by OpenDP's own
+        # conversion at the total delta; for each noise scale on a grid, the smallest threshold it allows, and
+        # of those the scale with the smallest threshold (a choice that reads no data)
+        met2 = dp.l02inf_distance(dp.absolute_distance(T=int))
+        d_in = (d0, math.isqrt(d0 - 1) + 1, 1)  # l2 bound >= sqrt(d0): OpenDP uses min(l2^2, l0 linf^2) = d0
+
+        def fits_g(sigma, t):
+            try:
+                m = dp.m.make_gaussian_threshold(dom, met2, scale=sigma, threshold=t)
+                e, d = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(m), req["delta"]).map(d_in)
+            except Exception:  # the threshold's own delta is above the total
+                return False
+            return e <= eps * (1 + 1e-9) and d <= req["delta"] * (1 + 1e-9)
+
+        best = None
+        for j in range(4, 41):
+            sigma = math.sqrt(d0) / eps * 2 ** (j / 4)
+            if not fits_g(sigma, 2**30):  # (counts are 32-bit integers)
+                continue
+            lo, hi = 0, 1
+            while not fits_g(sigma, hi):
+                lo, hi = hi, 2 * hi
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if fits_g(sigma, mid) else (mid, hi)
+            if best is None or hi < best[1]:
+                best = (sigma, hi)
+        if best is not None:
+            sigma, t = best
+            L = int(math.ceil(14 * sigma)) + 1  # the discrete Gaussian's mass beyond 14 sigma is below 1e-44
+            z = list(range(-L, L + 1))
+            w = [math.exp(-x * x / (2 * sigma * sigma)) for x in z]
+            tot = math.fsum(w)
+            tail = [0.0] * (2 * L + 2)  # tail[i] = P[Z >= z[i]]
+            for i in range(2 * L, -1, -1):
+                tail[i] = tail[i + 1] + w[i] / tot
+            keep = []
+            for n in range(req["n_max"] + 1):
+                m = t - n  # kept when n + Z >= threshold
+                keep.append(1.0 if m <= -L else 0.0 if m > L else min(1.0, tail[m + L]))
+            out[f"OpenDP Gaussian threshold|{eps}|{d0}"] = keep
+            out[f"_params OpenDP Gaussian threshold|{eps}|{d0}"] = [sigma, t]
     except ImportError:
         pass
 print(json.dumps(out))
@@ -136,6 +182,8 @@ def main() -> None:
             done = subprocess.run([args.peers_python, "-c", PEERS], input=json.dumps(req), capture_output=True,
                                   text=True, check=True)  # fmt: skip
             peers = json.loads(done.stdout)
+            for key, (sigma, t) in sorted((k, v) for k, v in peers.items() if k.startswith("_params")):
+                print(f"  {key[8:]}: noise sigma {sigma:.2f}, threshold {t}")
         for eps in EPSILONS:
             for d0 in BOUNDS:
                 off, its = bounded[d0]
@@ -147,6 +195,8 @@ def main() -> None:
                 hist = policy_histogram(off, its, n_items, cal.cutoff, cal.unit, rng=2)
                 rows.append((name, eps, d0, "userdp policy laplace", _expected_userdp(hist, cal, n_held[d0] > 0)))
                 for key, probs in peers.items():
+                    if key.startswith("_"):
+                        continue  # a peer's parameters, printed below
                     method, e, b = key.split("|")
                     if float(e) == eps and int(b) == d0:
                         p = np.asarray(probs)
