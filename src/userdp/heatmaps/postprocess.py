@@ -239,15 +239,13 @@ def _interpolate_bilinear(c, f, out):
 
 @njit(cache=True, nogil=True)
 def _sum_parts(blurred, labels, got):
-    """Clip ``blurred`` at 0 in place and add each cell into its part's entry of ``got``."""
+    """Add each cell of ``blurred`` into its part's entry of ``got``."""
     H, W = blurred.shape
     for y in range(H):
         br = blurred[y]
         lr = labels[y]
         for x in range(W):
-            val = max(br[x], 0.0)
-            br[x] = val
-            got[lr[x]] += val
+            got[lr[x]] += br[x]
 
 
 @njit(cache=True, nogil=True)
