@@ -87,7 +87,9 @@ def smooth_within_parts(v: np.ndarray, parts: np.ndarray, sigmas: tuple[float, .
         k = int(labels.max(initial=0)) + 1
     if k <= 1:
         return v  # one part: nothing to lean towards (the zero border would only pull mass to the middle)
-    labels = labels.astype(np.uint32, copy=False)  # unsigned: the compiled loops need no wraparound test
+    # unsigned 32-bit while the labels fit (the compiled loops then need no wraparound test); a grid of more
+    # than 2^32 parts keeps 64-bit labels rather than wrap them
+    labels = labels.astype(np.uint32 if k <= 2**32 else np.int64, copy=False)
     totals = np.bincount(labels.ravel(), v.ravel(), minlength=k)
     out = v.copy()
     for sigma in sigmas:
