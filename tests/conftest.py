@@ -15,9 +15,19 @@ def rng() -> RandomSource:
     return RandomSource(20261122)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests that use the shared SparkSession are marked ``spark`` and kept on one xdist worker (one JVM)."""
+    for item in items:
+        if "spark_engine" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 @pytest.fixture(scope="session")
 def spark_engine():
-    """One local Spark session for the whole run: 2 threads, up to 4 attempts per task (retries)."""
+    """One local Spark session for the whole run: 2 threads, up to 4 attempts per task (retries), 4 shuffle
+    partitions, and adaptive execution off, so that small shuffles are not merged into one partition and a
+    per-user step that only works when a user's rows share a partition by chance fails here."""
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
@@ -28,6 +38,7 @@ def spark_engine():
         .appName("userdp-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.adaptive.enabled", "false")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -459,6 +459,8 @@ FOUND = [
     plan("account", "reduction", "--epsilon=--", "--r", "0.05", "--delta", "1e-6"),
     # account shuffle prints its table, then refuses (exit 2 after a result on standard output)
     plan(*_SHUFFLE, "--alpha0", "4", "--delta", "1e-12"),
+    # a query point that is not finite: a RuntimeWarning (NaN distances), now refused before the data is read
+    plan("linear", "checkins.csv", *_LINEAR, "--point=inf,-inf"),
 ]
 
 _settings = settings(

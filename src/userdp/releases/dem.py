@@ -48,6 +48,8 @@ def distance_query(space: Any, point: Any) -> tuple[Callable[[np.ndarray], np.nd
         raise ParameterError(
             f"the point needs {space.dim} coordinates" + (" (lat,lon)" if isinstance(space, GreatCircleMetric) else "")
         )
+    if not np.all(np.isfinite(c)):
+        raise ParameterError("the point's coordinates must be finite numbers (no NaN or inf)")
     return PointQuery(space, "distance", c), 1.0, float(space.scale)
 
 
