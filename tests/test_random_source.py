@@ -79,7 +79,7 @@ def test_unseeded_large_fill_runs_on_threads_with_independent_streams(monkeypatc
     n = sources._PARALLEL_MIN * 2
     x = discrete_laplace(3, n)
     assert len(seen_threads) == 2
-    assert _dlap_chi2(x, 3) > 1e-3
+    assert _dlap_chi2(x, 3) > 1e-5  # (unseeded: a sound sampler fails this 1 run in 10^5)
     assert _dlap_chi2(x, 3 * 1.3) < 1e-6 and _dlap_chi2(x, 3 * 0.7) < 1e-6
     # At t = 2**40 two independent draws coincide with probability about 1/(4t) = 2.3e-13, so the (n/2)^2 pairs of
     # the two halves share a value about 4e-3 of the time (CI saw one), and 10 or more only with probability
@@ -110,4 +110,5 @@ def test_unseeded_fill_reads_the_words_an_item_left_unread(monkeypatch):
     assert np.unique(x).size > n - 5  # no word read twice (a repeated stream would repeat samples)
     out = np.empty(200_000, dtype=np.int64)
     RandomSource()._fill(_dlap_batch, out, 1, np.int64(3))
-    assert _dlap_chi2(out, 3) > 1e-3 and _dlap_chi2(out, 3 * 1.3) < 1e-6
+    # (unseeded: a sound sampler fails the first check 1 run in 10^5; at 1e-3 CI saw it fail once)
+    assert _dlap_chi2(out, 3) > 1e-5 and _dlap_chi2(out, 3 * 1.3) < 1e-6

@@ -57,9 +57,13 @@ def check(m: Mutant) -> str | None:
         compile(text.replace(m.old, m.new), str(path), "exec")
     except SyntaxError as exc:
         return f"the mutated file does not compile ({exc.msg}, line {exc.lineno})"
-    missing = [t for t in m.tests if not (ROOT / t.split("::")[0]).exists()]
-    if missing:
-        return f"no test file {missing[0]}"
+    for t in m.tests:
+        file, _, name = t.partition("::")
+        if not (ROOT / file).is_file():
+            return f"no test file {file}"
+        func = name.split("::")[-1].split("[")[0]
+        if func and not re.search(rf"^\s*(async )?def {re.escape(func)}\(", (ROOT / file).read_text(), re.MULTILINE):
+            return f"no test {func} in {file}"
     return None
 
 

@@ -14,7 +14,7 @@ from tests import cli_argv
 from userdp.cli import ledger as cli_ledger
 from userdp.cli import main
 from userdp.errors import BudgetExceededError
-from userdp.privacy import EMDMetricDP, Neighbours, PureDP
+from userdp.privacy import ApproxDP, EMDMetricDP, Neighbours, PureDP
 
 AR, REPLACE, LOCAL = Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER, Neighbours.ANY_TWO_INPUTS
 
@@ -199,3 +199,74 @@ def test_a_file_that_is_not_a_ledger_is_named_plainly(tmp_path, capsys):
     assert main(["ledger", "show", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "is not a userdp ledger (not JSON)" in err and "line 1 column" not in err
+
+
+@pytest.fixture
+def table(tmp_path) -> tuple[Path, Path]:
+    """One file every releasing command can read (user, item, lat, lon, text) and a clustered domain file."""
+    rng = np.random.default_rng(5)
+    labels = [f"{b}{c}" for b in "AB" for c in range(3)]
+    (tmp_path / "domain.csv").write_text("item,cluster\n" + "".join(f"{x},{x[0]}\n" for x in labels))
+    rows = ["user,item,lat,lon,text"]
+    for u in range(60):
+        for _ in range(6):
+            lat, lon = 40.70 + 0.05 * rng.random(), -74.0 + 0.05 * rng.random()
+            rows.append(f"u{u},{labels[rng.integers(0, 6)]},{lat:.5f},{lon:.5f},word{rng.integers(0, 9)} the")
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    return tmp_path / "data.csv", tmp_path / "domain.csv"
+
+
+_E = 0.5
+_RELEASES = {  # command line (without the data file's flags) and the guarantee it must deliver (None: d_EM-DP)
+    "distinct": (["--epsilon", str(_E)], PureDP(_E, neighbours=AR)),
+    "vocabulary": (["--tokenize", "--epsilon", str(_E), "--delta", "1e-6"], ApproxDP(_E, 1e-6, AR)),
+    "counts": (["--tokenize", "--epsilon", str(_E)], ApproxDP(_E, 1e-6, AR)),
+    "heatmap": (["--epsilon", str(_E), "--resolution", "16"], PureDP(_E, neighbours=AR)),
+    "linear": (["--alpha", "3"], None),
+    "itemwise": (["--alpha", "20", "--delta", "1e-6"], None),
+    "freq": (["--alpha", "20", "--delta", "1e-6"], None),
+}
+
+
+def _argv(command: str, data: Path, domain: Path, out: Path) -> list[str]:
+    flags, _ = _RELEASES[command]
+    if command in ("distinct", "vocabulary", "counts"):
+        base = [command, str(data), "--user", "user", "--item" if command != "counts" else "--key", "text"]
+        base = base if command != "distinct" else [command, str(data), "--user", "user", "--item", "item"]
+        if command != "distinct":
+            base += ["--out", str(out / f"{command}.csv")]
+        if command == "counts":  # keys selected from the data: needs delta
+            base += ["--delta", "1e-6"]
+        return base + flags
+    if command == "heatmap":
+        return cli_argv.heatmap(data, "--bbox", cli_argv.BBOX, "--out", str(out / "h.png"), *flags)
+    if command == "linear":
+        return cli_argv.greatcircle(data, *flags)
+    return cli_argv.clustered(command, data, domain, *flags)
+
+
+@pytest.mark.parametrize("command", sorted(_RELEASES))
+def test_every_releasing_command_charges_what_it_released(command, tmp_path, capsys, table):
+    """Every command that releases data charges the ledger exactly once, with the guarantee it printed (the
+    release's own), at that guarantee's cost under the ledger's relation: for add/remove ``(e, d)`` under
+    replace, ``(2 e, (1 + e^e) d)`` (group privacy of two steps, computed here); a command that skipped its
+    charge, or charged another guarantee than it released, fails."""
+    from userdp.privacy import guarantee_from_dict
+
+    data, domain = table
+    ledger = tmp_path / "ledger.json"
+    assert _init(capsys, ledger, "replace:100:0.01") == 0
+    assert main(_argv(command, data, domain, tmp_path) + ["--json", "--seed", "2", "--ledger", str(ledger)]) == 0
+    printed = json.loads(capsys.readouterr().out)["guarantee"]
+    (entry,) = json.loads(ledger.read_text())["entries"]
+    delivered, cost = guarantee_from_dict(entry["guarantee"]), guarantee_from_dict(entry["cost"])
+    assert delivered.describe() == printed and entry["label"] == command
+    assert cost.neighbours == REPLACE
+    expected = _RELEASES[command][1]
+    if expected is not None:  # user-level DP for add/remove: the guarantee asked for, at its group-privacy cost
+        assert delivered == expected
+        assert cost.epsilon == pytest.approx(2 * _E, rel=1e-12)
+        assert cost.delta == pytest.approx((1 + np.exp(_E)) * expected.delta, rel=1e-12)
+    else:  # d_EM-DP, read at d_EM = 1: the user-level cost is at least alpha's share, never below the release's
+        assert isinstance(delivered, EMDMetricDP) or type(delivered).__name__ == "DiscreteEMDDP"
+        assert cost.epsilon > 0

@@ -197,3 +197,46 @@ def test_an_old_ledger_with_one_budget_is_read(tmp_path):
         same.charge(PureDP(0.5), "more")
     assert json.loads(path.read_text())["format"] == "userdp-ledger/2"
     assert Session.load(path).spent() == PureDP(1.0)
+
+
+# ------------------------------------------------------------------ what is left, and the stated losses
+
+
+def test_what_is_left_deducts_delta_as_well_as_epsilon():
+    """Basic composition spends deltas too: after a release of ``(0.5, 4e-6)`` a budget of ``(1, 1e-5)`` has
+    ``(0.5, 6e-6)`` left, and a release needing more delta than that no longer fits."""
+    s = Session(ApproxDP(1.0, 1e-5, AR))
+    s.charge(ApproxDP(0.5, 4e-6, AR), "first")
+    left = s.remaining()
+    assert left.epsilon == pytest.approx(0.5) and left.delta == pytest.approx(6e-6, rel=1e-12)
+    assert s.can_spend(ApproxDP(0.1, 6e-6, AR)) and not s.can_spend(ApproxDP(0.1, 7e-6, AR))
+
+
+def test_stated_losses_must_not_imply_more_than_the_guarantee():
+    """A release may state its loss more exactly than its guarantee (for ``ledger show``'s tight total), never
+    more loosely: losses implying 1% more epsilon or delta than the guarantee are refused, equal ones kept."""
+    from userdp.privacy.composition import DPLoss
+
+    s = Session(ApproxDP(5.0, 1e-5, AR))
+    s.charge(ApproxDP(0.1, 1e-7, AR), "exact", losses=[DPLoss(0.1, 1e-7)])
+    for lie in ([DPLoss(0.101, 1e-7)], [DPLoss(0.1, 1.01e-7)], [DPLoss(0.06), DPLoss(0.045)]):
+        with pytest.raises(ParameterError, match="imply more"):
+            s.charge(ApproxDP(0.1, 1e-7, AR), "lies", losses=lie)
+    assert [e.label for e in s.ledger] == ["exact"]
+
+
+def test_the_tight_total_composes_converted_costs_not_unconverted_losses():
+    """An add/remove release charged to a replace budget costs ``2 epsilon`` there; its stated add/remove losses
+    are not a replace-one-user loss, so the tight total must compose the converted cost. Charged with and
+    without its losses, the ledger's tight total is the same, and at least that of the converted costs
+    composed alone (each ``0.2``-DP here)."""
+    from userdp.privacy.composition import DPLoss, tight_epsilon
+
+    with_losses, without = Session(ApproxDP(10.0, 1e-5, REPLACE)), Session(ApproxDP(10.0, 1e-5, REPLACE))
+    for _ in range(20):
+        with_losses.charge(PureDP(0.1, neighbours=AR), "ar", losses=[DPLoss(0.1)])
+        without.charge(PureDP(0.1, neighbours=AR), "ar")
+    tight = with_losses.tight_spent()
+    assert tight == without.tight_spent()
+    assert tight[0] == pytest.approx(tight_epsilon([DPLoss(0.2)] * 20, 1e-5), rel=1e-9)
+    assert tight[0] > tight_epsilon([DPLoss(0.1)] * 20, 1e-5) * 1.5
