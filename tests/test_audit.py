@@ -155,6 +155,9 @@ def test_audit_cli(mechanism, capsys):
     assert "[PASS]" in capsys.readouterr().out
 
 
+# nine statistical audits (about 10 s): the default tier checks the command's wiring
+# (test_audit_cli_heatmap_audits_every_algorithm) and tests/heatmaps audits each algorithm
+@pytest.mark.slow
 def test_audit_cli_heatmap(capsys):
     """`userdp audit heatmap` audits every heatmap algorithm of `userdp heatmap`; all pass."""
     from userdp.cli import main
@@ -165,3 +168,45 @@ def test_audit_cli_heatmap(capsys):
     names = ("auto (userdp's default", "coarse-grid branch", "PrivTree-EMD", "adaptive grid", "hierarchy")
     for name in (*names, "sparse EMD", "dense EMD"):
         assert name in out
+
+
+def test_audit_cli_heatmap_audits_every_algorithm(monkeypatch, capsys):
+    """`userdp audit heatmap` runs ``audit_heatmap`` on each of the nine heatmap algorithms (each mechanism
+    called, at epsilon 2 on a 2 x 2 grid), prints every result and exits 1 when any one fails."""
+    import userdp.audit as audit_module
+    from userdp.audit import AuditResult
+    from userdp.cli import main
+
+    calls = []
+
+    def fake(mechanism, epsilon, *, shape, n, n_pilot, name, rng):
+        calls.append(name)
+        rel = mechanism(np.ones(shape), epsilon, rng=rng)
+        assert np.asarray(rel.value).shape == shape and (epsilon, shape) == (2.0, (2, 2)) and 0 < n_pilot < n
+        return AuditResult(name, "claim", "measured", not name.startswith("PrivTree ") and name != "PrivTree")
+
+    monkeypatch.setattr(audit_module, "audit_heatmap", fake)
+    assert main(["audit", "heatmap", "--trials", "2000", "--seed", "5"]) == 1
+    out = capsys.readouterr().out
+    assert len(calls) == 9 and out.count("[PASS]") == 8 and out.count("[FAIL]") == 1
+    names = ("auto (userdp's default", "coarse-grid branch", "PrivTree-EMD", "adaptive grid", "hierarchy")
+    for name in (*names, "sparse EMD", "dense EMD", "Laplace per cell"):
+        assert any(name in c for c in calls), name
+
+
+def test_hockey_stick_is_the_larger_of_both_directions():
+    """``hockey_stick`` is ``max(D_{e^eps}(P||Q), D_{e^eps}(Q||P))``, each the definition's supremum over
+    output sets ``sup_S P(S) - e^eps Q(S)`` (brute force over every subset here): a divergence only the reverse
+    direction shows (a value Q reaches and P never does) is not missed."""
+    from itertools import product
+
+    from userdp.audit import hockey_stick
+
+    P, Q = np.array([0.5, 0.5, 0.0]), np.array([0.5, 0.3, 0.2])
+    for eps in (0.0, math.log(2), 1.5):
+        sup = 0.0
+        for mask in product((0, 1), repeat=3):
+            S = np.array(mask, dtype=bool)
+            sup = max(sup, P[S].sum() - math.exp(eps) * Q[S].sum(), Q[S].sum() - math.exp(eps) * P[S].sum())
+        assert hockey_stick(P, Q, eps) == pytest.approx(sup, abs=1e-15)
+    assert hockey_stick(P, Q, math.log(2)) == pytest.approx(0.2)  # only Q -> P: the third value

@@ -79,6 +79,18 @@ def test_same_master_and_key_give_the_same_stream_in_every_process():
     assert json.loads(done.stdout) == streams.source("user-7", "p").words(2000).tolist()
 
 
+def _expected_stream(master: bytes, purpose: bytes, encoding: bytes, n: int) -> np.ndarray:
+    """The first ``n`` words of a user's stream computed here from the construction, with hmac, hashlib and
+    cryptography: the purpose's AES key and counter-block key, the user's BLAKE2b-128 counter block, AES-CTR."""
+    label = b"userdp keyed per-user streams v2\x00"
+    tail = len(purpose).to_bytes(4, "big") + purpose
+    aes_key = hmac.new(master, label + b"aes\x00" + tail, hashlib.sha256).digest()
+    iv_key = hmac.new(master, label + b"iv\x00" + tail, hashlib.sha256).digest()
+    block = hashlib.blake2b(encoding, digest_size=16, key=iv_key).digest()
+    enc = Cipher(algorithms.AES(aes_key), modes.CTR(block)).encryptor()
+    return np.frombuffer(enc.update(bytes(8 * n)), dtype="<u8")
+
+
 def test_stream_is_aes256_ctr_under_a_purpose_key_from_a_keyed_user_counter_block(fixed_urandom):
     """A known-answer check computed here with hmac, hashlib and cryptography: the master is os.urandom(32);
     the purpose's AES key HMAC-SHA256(master, label | "aes" | len(purpose) | purpose) and its counter-block key
@@ -189,3 +201,122 @@ def test_large_fills_read_a_keyed_stream_in_its_one_fixed_pattern(monkeypatch):
     monkeypatch.setattr(sources, "_THREADS", 1)
     assert np.array_equal(discrete_laplace(3, n, rng=c_src), a)
     assert np.array_equal(b_src.words(4), c_src.words(4))
+
+
+def test_every_keyed_draw_reads_its_own_purpose(monkeypatch):
+    """Purposes are compared, not assumed distinct: the purposes of ``userdp.noise.keyed`` differ pairwise,
+    each public keyed draw (rows sampled, items randomized, items kept) reads exactly one of them, no two
+    draws read the same one, and one user's streams for different purposes differ -- so the items a person
+    keeps are not decided by the words that also randomize or sample them."""
+    import userdp.noise.keyed as keyed
+
+    purposes = {name: getattr(keyed, name) for name in dir(keyed) if name.endswith("_PURPOSE")}
+    assert len(purposes) >= 3 and len(set(purposes.values())) == len(purposes)
+    streams = KeyedStreams(4)
+    real, seen = KeyedStreams.batch, []
+
+    def spy(self, user_keys, purpose=""):
+        seen.append(purpose)
+        return real(self, user_keys, purpose)
+
+    monkeypatch.setattr(KeyedStreams, "batch", spy)
+    gk = GKRR(ClusteredMetric(8, 5, 0.2), 1.0)
+    draws = {
+        "sample": lambda: keyed.keyed_sample_indices(streams, 7, 10, 3),
+        "randomize": lambda: keyed.keyed_randomize(streams, 7, np.arange(6), gk),
+        "keep": lambda: keyed.keyed_keep(streams, 7, 10, 3),
+    }
+    read = {}
+    for name, draw in draws.items():
+        seen.clear()
+        draw()
+        assert len(set(seen)) == 1, (name, seen)
+        read[name] = seen[0]
+    assert len(set(read.values())) == len(read), read
+    assert set(read.values()) <= set(purposes.values())
+    monkeypatch.undo()
+    first = {p: streams.source(7, p).words(8) for p in purposes.values()}
+    for a, b in [(a, b) for a in first for b in first if a < b]:
+        assert np.intersect1d(first[a], first[b]).size == 0, (a, b)
+
+
+def test_purpose_keys_and_counter_blocks_are_distinct():
+    """The two keys a purpose derives (its AES key and its counter-block key) differ from each other and from
+    every other purpose's, and distinct users get distinct counter blocks: a collision in any of them would
+    make two streams that are meant to be independent share words."""
+    from userdp.noise.keyed import _purpose_keys
+
+    keys = [k for p in ("", "a", "b", "set union: contribution bounding") for k in _purpose_keys(MASTER, p)]
+    assert len(set(keys)) == len(keys) and all(len(k) == 32 for k in keys)
+    batch = KeyedStreams(2).batch(np.arange(2000), "p")
+    blocks = set(zip(batch.hi.tolist(), batch.lo.tolist(), strict=True))
+    assert len(blocks) == 2000
+
+
+def test_batches_of_many_users_read_each_users_own_stream():
+    """A batch of many users (the in-memory and chunked engines read whole arrays of user keys, through the
+    fast encodings of integer and string arrays) gives each user the stream ``source(user)`` gives one user
+    at a time (the Spark executors' path) -- and that stream is the known AES-CTR one (checked above), so the
+    agreement is not one shared mistake (computed here for an integer and a string array): an integer
+    array's key must encode as the integer, a string array's as the string."""
+    streams = KeyedStreams(8)
+    for keys in (
+        np.array([5, -3, 2**40, 5, 0], dtype=np.int64),
+        np.array([1, 2, 3], dtype=np.uint32),
+        np.array(["alice", "bob", "", "ünï"]),
+        np.array([1, "1", b"1", 1.0, True], dtype=object),
+    ):
+        batch = streams.batch(keys, "p")
+        counts = np.arange(len(keys)) * 3 + 1
+        words = batch.words(counts)
+        at = 0
+        for i, key in enumerate(keys.tolist()):
+            one = streams.source(key, "p").words(int(counts[i]))
+            assert np.array_equal(batch.source(i).words(int(counts[i])), one), key
+            assert np.array_equal(words[at : at + counts[i]], one), key
+            assert encode_user_key(keys[i]) == encode_user_key(key)
+            at += int(counts[i])
+    # and the common stream is the construction's, computed here: not one mistake shared by both paths
+    for keys, encoding in ((np.array([7], dtype=np.int64), b"int\x007"), (np.array(["7"]), b"str\x007")):
+        got = streams.batch(keys, "p").words(np.array([5]))
+        assert np.array_equal(got, _expected_stream(streams._master, b"p", encoding, 5))
+
+
+def test_keyed_keep_keeps_a_uniform_subset_of_exactly_cap():
+    """``keyed_keep`` (the set union's contribution bound): exactly ``cap`` distinct positions, the ``cap``
+    smallest words of the user's stream for the bounding purpose, and every subset of that size equally
+    likely across users (chi-square over 6 subsets of 2 of 4 items); keeping one more item is caught."""
+    from itertools import combinations
+
+    from scipy import stats
+
+    from userdp.noise.keyed import BOUND_PURPOSE, keyed_keep
+
+    streams = KeyedStreams(6)
+    subsets = {c: 0 for c in combinations(range(4), 2)}
+    for user in range(1800):
+        kept = keyed_keep(streams, user, 4, 2)
+        assert kept.tolist() == sorted(set(kept.tolist())) and len(kept) == 2
+        if user < 200:
+            words = streams.source(user, BOUND_PURPOSE).words(4)
+            assert kept.tolist() == sorted(np.argsort(words, kind="stable")[:2].tolist())
+        subsets[tuple(kept.tolist())] += 1
+    assert stats.chisquare(list(subsets.values())).pvalue > 1e-3
+    assert len(keyed_keep(streams, "u", 10, 9)) == 9 and len(keyed_keep(streams, "u", 10, 1)) == 1
+
+
+def test_keyed_sample_indices_sample_uniformly_with_replacement():
+    """``keyed_sample_indices`` (BoundedEMDReduction's sampling): ``s`` indices uniform on ``range(size)``, the
+    last index included (chi-square over 5 indices), drawn from the user's stream for the sampling purpose."""
+    from scipy import stats
+
+    from userdp.noise.keyed import SAMPLE_PURPOSE, keyed_sample_indices
+
+    streams = KeyedStreams(9)
+    counts = np.zeros(5, dtype=np.int64)
+    for user in range(1500):
+        idx = keyed_sample_indices(streams, user, 5, 3)
+        assert idx.shape == (3,) and idx.min() >= 0 and idx.max() < 5
+        assert np.array_equal(idx, streams.source(user, SAMPLE_PURPOSE).integers(5, size=3))
+        counts += np.bincount(idx, minlength=5)
+    assert counts[4] > 0 and stats.chisquare(counts).pvalue > 1e-3

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -53,6 +55,17 @@ def test_accountant_properties(m, n, delta, frac):
 @settings(max_examples=25, deadline=None)
 @given(st.floats(0.5, 50), st.floats(1e-9, 1e-3), st.integers(200, 3000), st.sampled_from([None, 10, 1000]))
 def test_calibration_meets_every_target(alpha, dp, m, n):
+    """The calibrated alpha_0 meets the target by the paper's formulas computed here, not only by the route's
+    report of itself: composition is ``alpha / m``; Theorem 4.4 at the route's inner delta gives
+    ``m alpha_0 C / 2 <= alpha`` and ``delta e^{h(M; m, m)} <= delta'``, inside Theorem 4.3's range."""
     cal = calibrate(alpha, dp, m, n=n)
     assert cal.best.alpha <= alpha * (1 + 1e-9) and cal.best.delta_prime <= dp * (1 + 1e-9)
     assert cal.alpha0 >= alpha / m * (1 - 1e-12)  # never worse than composition
+    a0, delta, M = cal.alpha0, cal.best.delta, m * (n or 1)
+    if cal.route == "composition":
+        assert a0 == alpha / m and delta == 0.0
+        return
+    C = 8 * math.sqrt(math.exp(a0) * math.log(4 * m / delta) / M) + 8 * math.exp(a0) / M
+    assert a0 < math.log(M / (16 * math.log(4 * M / delta)))
+    assert m * a0 * C / 2 <= alpha * (1 + 1e-9)
+    assert delta * math.exp(m * math.log1p(math.tanh(a0 / 2) * C)) <= dp * (1 + 1e-9)

@@ -120,3 +120,22 @@ def test_laplace_gaussian_discrete_gaussian_and_randomized_response_have_their_e
         LaplaceLoss(0.0)
     with pytest.raises(ParameterError):
         RandomizedResponseLoss(0.5, 1)
+
+
+def test_gaussian_and_laplace_losses_charge_their_exact_parameters():
+    """What basic composition charges for each stated loss, against the definitions computed here: a Gaussian
+    of sigma at sensitivity D is charged Balle & Wang's exact delta at its epsilon (from scipy's normal cdf),
+    the Laplace and discrete Laplace ``sensitivity / scale``, randomized response ``ln(1 + (1 - p) k / p)``.
+    A delta that forgets the ``e^eps`` factor, or a sigma read as a variance, is caught."""
+    from scipy.stats import norm
+
+    from userdp.privacy.composition import GaussianLoss, LaplaceLoss, RandomizedResponseLoss
+
+    for sigma, sens, eps in [(3.0, 1.0, 1.0), (1.0, 2.0, 0.5), (0.5, 1.0, 3.0), (2.0, 1.0, 0.1)]:
+        a, b = sens / (2 * sigma), eps * sigma / sens
+        expected = norm.cdf(a - b) - math.exp(eps) * norm.cdf(-a - b)
+        e, d = GaussianLoss(sigma, sens, eps).epsilon_delta()
+        assert e == eps and d == pytest.approx(expected, rel=1e-9)
+    assert LaplaceLoss(4.0, 3.0).epsilon_delta() == (0.75, 0.0)
+    assert DiscreteLaplaceLoss(40, 10).epsilon_delta() == (0.25, 0.0)
+    assert RandomizedResponseLoss(0.25, 3).epsilon_delta()[0] == pytest.approx(math.log(1 + 0.75 * 3 / 0.25))

@@ -28,6 +28,12 @@ from userdp.privacy import (
 AR, REPLACE, LOCAL = Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER, Neighbours.ANY_TWO_INPUTS
 
 
+def _group(eps: float, delta: float, k: int) -> tuple[float, float]:
+    """Group privacy over ``k`` steps from its derivation (Dwork & Roth 2014, section 2.3): each step multiplies
+    by ``e^eps`` and adds ``delta``, so ``(k eps, delta sum_{j < k} e^{j eps})``."""
+    return k * eps, delta * sum(math.exp(j * eps) for j in range(k))
+
+
 def test_paper_alpha_example():
     """Section 3 concrete example: protect (q=0.08, tau=1/30) and (q=0.008, tau=1) at eps=0.2 -> alpha=25."""
     alpha, binding = alpha_from_targets([(0.2, 0.08, 1 / 30), (0.2, 0.008, 1.0)])
@@ -72,7 +78,7 @@ def test_group_privacy_formula_and_paper_fact_5_1():
     bound) only for eps <= 1; for eps = 3, k = 2 it is too small."""
     assert group_privacy(0.5, 0.0, 3) == (1.5, 0.0)
     e, d = group_privacy(0.5, 1e-6, 3)
-    assert e == 1.5 and d == pytest.approx(1e-6 * (1 + math.exp(0.5) + math.exp(1.0)))
+    assert e == 1.5 and d == pytest.approx(1e-6 * (1 + math.exp(0.5) + math.exp(1.0)), rel=1e-12)
     for eps in (0.1, 0.5, 1.0):
         for k in (1, 2, 5, 10):
             assert group_privacy(eps, 1e-6, k)[1] <= 1e-6 * math.exp(k)
@@ -102,7 +108,7 @@ def test_discrete_emd_at_distance():
     assert g.at_distance(0.05) == (0.5, 1e-8)
     assert g.at_distance(0.1)[0] == 0.5
     e, d = g.at_distance(0.25)
-    assert e == pytest.approx(1.5) and d == pytest.approx(group_privacy(0.5, 1e-8, 3)[1])
+    assert e == pytest.approx(1.5) and d == pytest.approx(_group(0.5, 1e-8, 3)[1], rel=1e-12)
     # for d >= r, eps ceil(d/r) <= 2 eps d / r (section 5)
     for dist in np.linspace(0.1, 1.0, 19):
         assert g.at_distance(dist)[0] <= 2 * 0.5 * dist / 0.1 + 1e-12
@@ -243,9 +249,11 @@ def test_demd_releases_cost_their_user_level_guarantee_at_distance_one():
     assert convert_to_budget(curved, replace) == PureDP(3.0, neighbours=REPLACE)
     # discrete: ceil(1 / r) = 4 steps of group privacy
     discrete = DiscreteEMDDP(0.5, 1e-8, r=0.25, model=Model.CENTRAL)
-    eps4, delta4 = group_privacy(0.5, 1e-8, 4)
-    assert convert_to_budget(discrete, replace) == ApproxDP(eps4, delta4, REPLACE)
-    assert convert_to_budget(DiscreteEMDDP(0.5, 1e-8, r=0.25), local) == ApproxDP(eps4, delta4, LOCAL)
+    eps4, delta4 = _group(0.5, 1e-8, 4)
+    for release, relation, budget in ((discrete, REPLACE, replace), (DiscreteEMDDP(0.5, 1e-8, r=0.25), LOCAL, local)):
+        cost = convert_to_budget(release, budget)
+        assert isinstance(cost, ApproxDP) and cost.neighbours is relation
+        assert cost.epsilon == pytest.approx(eps4, rel=1e-12) and cost.delta == pytest.approx(delta4, rel=1e-12)
     assert convert_to_budget(DiscreteEMDDP(0.5, 0.0, r=1.0), replace) == PureDP(0.5, neighbours=REPLACE)
     with pytest.raises(BudgetExceededError, match="delta reaches 1"):
         convert_to_budget(DiscreteEMDDP(2.0, 0.01, r=0.1, model=Model.CENTRAL), replace)
@@ -276,8 +284,10 @@ def test_demd_budgets_accept_what_implies_them():
 def test_discrete_demd_budgets_use_group_privacy_to_their_radius():
     budget = DiscreteEMDDP(5.0, 1e-6, r=0.25, model=Model.CENTRAL)
     small = DiscreteEMDDP(0.5, 1e-8, r=0.1)  # local, r' < r: ceil(0.25 / 0.1) = 3 steps
-    eps3, delta3 = group_privacy(0.5, 1e-8, 3)
-    assert convert_to_budget(small, budget) == DiscreteEMDDP(eps3, delta3, 0.25, Model.CENTRAL)
+    eps3, delta3 = _group(0.5, 1e-8, 3)
+    cost = convert_to_budget(small, budget)
+    assert (cost.r, cost.model) == (0.25, Model.CENTRAL)
+    assert cost.epsilon == pytest.approx(eps3, rel=1e-12) and cost.delta == pytest.approx(delta3, rel=1e-12)
     assert convert_to_budget(DiscreteEMDDP(0.5, 1e-8, r=0.5, model=Model.CENTRAL), budget) == DiscreteEMDDP(
         0.5, 1e-8, 0.25, Model.CENTRAL
     )  # r' >= r: as is
