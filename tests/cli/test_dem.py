@@ -34,7 +34,9 @@ def _run(capsys, argv):
 def test_freq_json(files, capsys):
     """--samples with --delta: the discrete guarantee delivered is the one asked for, (alpha r, delta, r), and
     the route of the inner release is the one the accountant must choose for the inner target."""
-    from userdp.privacy.accounting import calibrate, reduction_alpha
+    import math
+
+    from userdp.privacy.accounting import calibrate
 
     base = ["--alpha", "20", "--delta", "1e-6", "--json", "--seed", "1"]
     data, domain = files / "data.csv", files / "domain.csv"
@@ -43,9 +45,10 @@ def test_freq_json(files, capsys):
     assert "discrete" in out["guarantee"] and len(out["estimate"]) == 12
     assert sum(out["estimate"].values()) == pytest.approx(1.0)
     out2 = _run(capsys, cli_argv.clustered("itemwise", data, domain, *base, "--samples", "20", "--model", "central"))
-    # 20 samples: Lemma 5.2's distance exceeds 1, so the inner release gets alpha r = 1 and all of delta
-    inner_alpha = reduction_alpha(20 * 0.05, 0.05, 20, 5e-7)
-    assert inner_alpha == 1.0 and out2["inner_alpha"] == 1.0 and out2["inner_delta"] == 1e-6
+    # 20 samples: Lemma 5.2's distance (computed here, at the projection's delta/2) exceeds 1, so the inner
+    # release gets alpha r = 1 and all of delta
+    assert (1 + math.sqrt(2)) * 0.05 + 3 / 20 * math.log(1 / 5e-7) > 1
+    assert out2["inner_alpha"] == 1.0 and out2["inner_delta"] == 1e-6
     assert calibrate(1.0, 1e-6, 20, n=200).route == "theorem 4.4"
     assert out2["route"] == "theorem 4.4"
     d = out2["delivered"]

@@ -83,6 +83,29 @@ def test_exact_audit_of_what_it_releases(n):
     assert res.passed, res
 
 
+@pytest.mark.parametrize("model", ["local", "central"])
+def test_exact_audit_of_the_randomizer_the_release_ran(model, monkeypatch):
+    """freq_est_local itself (not a randomizer rebuilt from its calibration): the exponential randomizer it ran
+    is read off its call of ``frequency_randomizer``, its exact law off its sampler (:func:`exponential_law`),
+    and the guarantee the release returned holds for every pair of one user's 2-item datasets on a 3-point line
+    (central: with the other user's 2 items shuffled in, item 0 both)."""
+    import userdp.dem.frequency as F
+    from tests.dem.exact_laws import Spy, exponential_law
+    from userdp.audit import audit_shuffled
+
+    spy = Spy(F.frequency_randomizer)
+    monkeypatch.setattr(F, "frequency_randomizer", spy)
+    ds = UserDataset(np.array([0, 2, 4]), np.array([0, 2, 1, 1]), np.arange(2), FiniteDomain(np.arange(3)))
+    rel = freq_est_local(ds, _line(3), 4.0, 1e-3, model, randomizer="exponential", rng=0)
+    rz = spy.calls[0][2][0]
+    P = exponential_law(rz)
+    bg = () if model == "local" else (0, 0)
+    D = _line(3).full_matrix()
+    assert audit_shuffled(P, D, 2, rel.guarantee.at_distance, background=bg).passed
+    a = rel.guarantee.alpha
+    assert not audit_shuffled(P, D, 2, lambda d: (0.8 * a * d, 0.0), background=bg).passed  # 20% less: refuted
+
+
 def test_exact_audit_on_the_theorem_4_4_route_states_the_release_s_own_claim():
     """Central (shuffle) model with 500 users, where the accountant takes Theorem 4.4: the audit's claim is the
     release's guarantee (same target and inner delta), and the exact law of the shuffled outputs (the other

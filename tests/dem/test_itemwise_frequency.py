@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from tests.dem.exact_laws import GridWords, Spy, exact_loss, gkrr_law, law_of_uniform
 from userdp.data import FiniteDomain, UserDataset
 from userdp.dem import (
     GKRR,
@@ -50,6 +51,24 @@ def test_itemwise_local_and_central(rng):
     assert cen.value.n_users == 1 and cen.value.n_items == ds.n_items
     assert cen.params["route"] == "theorem 4.4" and cen.guarantee.model is Model.CENTRAL
     assert cen.guarantee.alpha < 20 * g.realized_alpha0
+
+
+def test_itemwise_local_many_users_is_not_amplified(rng):
+    """The local model is not the shuffle model, however many users: with 2,000 users of 3 items and a delta'
+    target at which the shuffle model would amplify, the guarantee the local release returns holds exactly for
+    one user's released multiset on the law GKRR's sampler draws -- a local release claiming Theorem 4.4's
+    amplification (the number of users handed to the accountant) is refuted by the same audit."""
+    from userdp.audit import audit_shuffled
+
+    g = GKRR(AUDIT_SPACE, 0.5)
+    ds = UserDataset(np.arange(2001) * 3, np.random.default_rng(0).integers(0, 4, 6000), None,
+                     FiniteDomain(np.arange(4)))  # fmt: skip
+    rel = priv_emd_itemwise(ds, g, "local", delta_prime=1e-3, rng=rng)
+    P, D = gkrr_law(g), AUDIT_SPACE.full_matrix()
+    assert audit_shuffled(P, D, 3, rel.guarantee.at_distance).passed
+    amplified, _ = itemwise_guarantee(g.guarantee.alpha, 3, 1e-3, n=2000)
+    assert amplified.alpha < rel.guarantee.alpha  # the broken claim is a real one ...
+    assert not audit_shuffled(P, D, 3, amplified.at_distance).passed  # ... and it is false locally
 
 
 def test_itemwise_guarantee_picks_the_best():
@@ -144,6 +163,24 @@ def test_bounded_emd_reduction(rng):
     assert weak.guarantee.epsilon == pytest.approx(3.0) and weak.params["weaker_than_requested"]
     with pytest.raises(DataError):
         red.project(UserDataset.from_lists([[0], []], domain=FiniteDomain(np.arange(12))))
+
+
+def test_bounded_emd_reduction_refuses_an_inner_delta_above_its_own(rng):
+    """Theorem 5.3 needs the inner delta' within the reduction's delta: an inner release at delta' = 1e-3 for a
+    reduction at delta = 1e-6 is refused (its alpha is within the required one), and with allow_weaker the
+    reported delta is the inner 1e-3 plus the projection's, not the requested one."""
+    ds = UserDataset.from_lists([[0], [1, 2, 3, 4, 5], [7, 7, 8]] * 300, domain=FiniteDomain(np.arange(12)))
+    s = 200
+    red = BoundedEMDReduction(s=s, epsilon=1.0, r=0.1, delta=1e-6)
+
+    def loose(p: UserDataset, a: float) -> Release:  # composition's alpha, shuffle's delta': alpha <= a
+        return priv_emd_itemwise(p, GKRR(SPACE, a / s), "central", delta_prime=1e-3, rng=rng)
+
+    with pytest.raises(ParameterError, match="allow_weaker"):
+        red.run(ds, loose, rng)
+    weak = red.run(ds, loose, rng, allow_weaker=True)
+    assert weak.params["weaker_than_requested"] and 1e-6 < weak.guarantee.delta <= 1e-3 + 1e-6
+    assert weak.params["inner_alpha"] <= red.required_alpha * (1 + 1e-9)
 
 
 def test_bounded_emd_reduction_reports_the_delta_it_used(rng):
@@ -270,7 +307,8 @@ AUDIT_SPACE = ClusteredMetric(2, 2, 0.3)
 @pytest.mark.parametrize("model", ["local", "central"])
 def test_exact_audit_itemwise_claim(model, rng):
     """The guarantee PrivEMDItemWise *returns* holds exactly over all pairs of 3-item datasets (central: one
-    user changed, another user's 3 items shuffled in); GKRR with twice the claimed alpha_0 is refuted."""
+    user changed, another user's 3 items shuffled in), on the law GKRR's sampler draws (:func:`gkrr_law`);
+    GKRR with twice the claimed alpha_0 is refuted."""
     from userdp.audit import audit_shuffled
 
     m, a0 = 3, 0.8
@@ -281,8 +319,8 @@ def test_exact_audit_itemwise_claim(model, rng):
     rel = priv_emd_itemwise(ds, g, model, delta=1e-6, rng=rng)
     bg = other if model == "central" else ()
     D = AUDIT_SPACE.full_matrix()
-    assert audit_shuffled(g.transition_matrix(), D, m, rel.guarantee.at_distance, background=bg).passed
-    broken = GKRR(AUDIT_SPACE, 2 * a0).transition_matrix()
+    assert audit_shuffled(gkrr_law(g), D, m, rel.guarantee.at_distance, background=bg).passed
+    broken = gkrr_law(GKRR(AUDIT_SPACE, 2 * a0))
     assert not audit_shuffled(broken, D, m, rel.guarantee.at_distance, background=bg).passed
 
 
@@ -304,27 +342,49 @@ def _hadamard_user_level_divergence(P: np.ndarray, m: int, eps: float) -> float:
 HADAMARD_CASE = (3, 2, 1.0, 1e-3)  # k items, m per user, user-level (epsilon, delta)
 
 
-def _audit_hadamard_release(rng) -> tuple[bool, bool]:
-    """Run freq_est_hadamard and audit what it released: (epsilon_0 is the optimal-composition value,
-    the exact user-level audit of the table its sampler used passes)."""
-    from userdp.dem.frequency import hadamard_transition_matrix
+def _hadamard_law(k: int, epsilon0: float) -> np.ndarray:
+    """``P[x, y]`` of :func:`hadamard_response` as it samples at ``epsilon0``: for every value of its uniform
+    output word ``y``, its acceptance word swept exactly (:func:`law_of_uniform`), averaged over ``y``."""
+    from userdp.dem.frequency import hadamard_weights
+
+    K, W1, W0 = hadamard_weights(k, epsilon0)  # (only for the ranges of the two words it reads)
+    P = np.zeros((k, K))
+    for x in range(k):
+        for y in range(K):
+
+            def sample(u, x=x, y=y):
+                w = np.column_stack([u, np.full(u.size, y)]).ravel().astype(np.uint64)
+                return hadamard_response(np.full(u.size, x), k, epsilon0, GridWords(w))[0]
+
+            P[x] += law_of_uniform(sample, W1 + W0, K) / K
+    return P
+
+
+def _audit_hadamard_release(monkeypatch, rng) -> tuple[bool, bool]:
+    """Run freq_est_hadamard and audit what it released: the epsilon_0 it handed its sampler (read off the call)
+    drives the sampler, whose exact law is read off it (:func:`_hadamard_law`). Returns (the law's exact item
+    loss is the optimal-composition epsilon_0, the exact user-level audit of that law passes)."""
+    import userdp.dem.frequency as frequency
 
     k, m, eps, delta = HADAMARD_CASE
+    drawn = Spy(frequency.hadamard_response)
+    monkeypatch.setattr(frequency, "hadamard_response", drawn)
     ds = UserDataset.from_lists([[0, 1], [2, 2], [1, 1]], domain=FiniteDomain(np.arange(k)))
-    p = freq_est_hadamard(ds, eps, delta, rng=rng).params
+    freq_est_hadamard(ds, eps, delta, rng=rng)
+    codes, kk, e0 = drawn.calls[0][0][:3]
+    assert kk == k and sorted(codes) == [0, 1, 1, 1, 2, 2]
+    P = _hadamard_law(k, e0)
+    loss = exact_loss(P, 1.0 - np.eye(k))
     optimal = composition_epsilon0(eps, delta, m)
-    assert p["epsilon0"] == math.log(p["W1"] / p["W0"])  # the realized parameter of the integer weights
-    epsilon0_ok = optimal * (1 - 1e-9) <= p["epsilon0"] <= optimal
-    P = hadamard_transition_matrix(k, p["K"], p["W1"], p["W0"])
+    epsilon0_ok = optimal * (1 - 1e-9) <= loss <= optimal * (1 + 1e-12)
     return epsilon0_ok, _hadamard_user_level_divergence(P, m, eps) <= delta
 
 
-def test_exact_audit_hadamard_release(rng):
-    """freq_est_hadamard audited on its own table: the (K, W1, W0) its sampler used are read off the release,
-    the table is the library's (tied to the sampler by the next tests), and every pair of 2-item users is
-    (epsilon, delta)-indistinguishable exactly. The released epsilon_0 is the optimal-composition value
-    (within the integer rounding of the weights)."""
-    assert _audit_hadamard_release(rng) == (True, True)
+def test_exact_audit_hadamard_release(monkeypatch, rng):
+    """freq_est_hadamard audited on the law its sampler draws (not on the weights the release reports): every
+    pair of 2-item users is (epsilon, delta)-indistinguishable exactly, and the law's item-level loss is the
+    optimal-composition epsilon_0 (within the integer rounding of the weights)."""
+    assert _audit_hadamard_release(monkeypatch, rng) == (True, True)
 
 
 def test_exact_audit_hadamard_catches_a_doubled_epsilon0(monkeypatch, rng):
@@ -335,7 +395,7 @@ def test_exact_audit_hadamard_catches_a_doubled_epsilon0(monkeypatch, rng):
     k, m, eps, delta = HADAMARD_CASE
     optimal = composition_epsilon0(eps, delta, m)
     monkeypatch.setattr(frequency, "composition_epsilon0", lambda e, d, mm: 2 * optimal)
-    assert _audit_hadamard_release(rng) == (False, False)
+    assert _audit_hadamard_release(monkeypatch, rng) == (False, False)
 
 
 def test_hadamard_sampler_follows_its_table():
@@ -359,6 +419,23 @@ def test_hadamard_sampler_follows_its_table():
     assert math.log(W1 / W0) <= e0
 
 
+def test_central_laplace_frequency_noise_scale(rng):
+    """freq_laplace_central (replace one user, equal sizes): the noise on ``sum_i K~_i`` is Laplace of scale
+    ``2 / epsilon`` (l1 sensitivity 2: one user's histogram of mass 1 leaves, another arrives), read off 100
+    releases' noisy sums against the sum computed here: the mean absolute noise is within 10% of the scale, so
+    the scale ``1 / epsilon`` of the paper's add/remove formula, or any scale 30% off, is rejected."""
+    eps, k = 0.5, 30
+    gen = np.random.default_rng(8)
+    lists = [list(gen.integers(0, k, 5)) for _ in range(60)]
+    ds = UserDataset.from_lists(lists, domain=FiniteDomain(np.arange(k)))
+    truth = sum(np.bincount(u, minlength=k) / len(u) for u in lists)
+    noise = np.concatenate([freq_laplace_central(ds, eps, rng=rng).extras["noisy_sum"] - truth for _ in range(100)])
+    scale = 2.0 / eps
+    assert stats.kstest(noise, stats.laplace(scale=scale).cdf).pvalue > 1e-3
+    assert abs(np.abs(noise).mean() / scale - 1) < 0.1  # 3,000 draws: 5 standard errors; 30% off is 23% off
+
+
+@pytest.mark.slow  # large statistical audit; the noise scale is tested fast: test_central_laplace_frequency_noise_...
 def test_statistical_audit_central_laplace_frequency(rng):
     """freq_laplace_central (replace one user, equal sizes): searching over replacing each user by a user
     concentrated on one item, (epsilon, 0) holds; with the sensitivity 1/n of the paper's add/remove
@@ -404,13 +481,15 @@ def _audit_reduction(r: float, under_report: float, monkeypatch, rng) -> bool:
     s, k = 3, AUDIT_SPACE.size
     red = BoundedEMDReduction(s=s, epsilon=1.0, r=r, delta=0.05)
     dom = FiniteDomain(np.arange(k))
-    rel = red.run(
-        UserDataset.from_lists([[0, 1], [3]], domain=dom),
-        lambda projected, alpha: priv_emd_itemwise(projected, GKRR(AUDIT_SPACE, alpha / s), "local", rng=rng),
-        rng,
-    )
+    used = []
+
+    def mechanism(projected, alpha):
+        used.append(GKRR(AUDIT_SPACE, alpha / s))
+        return priv_emd_itemwise(projected, used[-1], "local", rng=rng)
+
+    rel = red.run(UserDataset.from_lists([[0, 1], [3]], domain=dom), mechanism, rng)
     datasets = [t for n in (1, 2, 3) for t in itertools.combinations_with_replacement(range(k), n)]
-    P = GKRR(AUDIT_SPACE, rel.params["alpha0"]).transition_matrix()  # the table the release used
+    P = gkrr_law(used[0])  # the law the randomizer the release ran draws
     return audit_sampled(P, AUDIT_SPACE, s, datasets, rel.guarantee.at_distance).passed
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from tests.dem.exact_laws import exact_loss, exponential_law, gkrr_law, paper_gkrr_law
 from userdp.dem import GKRR, ExponentialRandomizer, KNormRandomizer, PlanarLaplace
 from userdp.errors import ParameterError
 from userdp.metrics import ClusteredMetric, EuclideanMetric, FiniteMetric
@@ -51,6 +52,39 @@ def test_gkrr_sampling_matches_table(rng):
     wrong = GKRR(space, 1.5 * 1.3).transition_matrix()
     y = g.randomize(np.full(60_000, 4), rng)
     assert stats.chisquare(np.bincount(y, minlength=9), wrong[4] * y.size).pvalue < 1e-6
+
+
+@pytest.mark.parametrize("s,t,r,alpha0", [(3, 3, 0.25, 1.5), (5, 1, 0.3, 1.0), (2, 4, 1.0, 8.0), (1, 5, 0.1, 3.0)])
+def test_gkrr_sampler_draws_the_papers_law(s, t, r, alpha0):
+    """The law GKRR's sampler draws (its accepted word swept over its whole range, :func:`gkrr_law`) is
+    section 6.2's, computed here from the definition: ``e^alpha0`` for the true item, ``e^((1-r) alpha0)``
+    for the rest of its cluster, 1 elsewhere, normalized (to the integer weights' rounding, 1e-11), and the same
+    row-stochastic table the randomizer reports. A kernel that skips the wrong item of a cluster, or
+    miscounts the cluster's band, is caught, and so is the law of an alpha_0 10% off."""
+    gk = GKRR(ClusteredMetric(s, t, r), alpha0)
+    P = gkrr_law(gk)
+    np.testing.assert_allclose(P, paper_gkrr_law(s, t, r, alpha0), rtol=1e-11, atol=0)
+    np.testing.assert_allclose(P, gk.transition_matrix(), rtol=1e-11, atol=0)
+    assert exact_loss(P, gk.space.full_matrix()) <= alpha0 * (1 + 1e-12)
+    assert not np.allclose(P, paper_gkrr_law(s, t, r, 1.1 * alpha0), rtol=1e-3, atol=0)
+
+
+def test_exponential_sampler_draws_its_table_within_alpha0():
+    """The law the exponential randomizer's sampler draws (its uniform draw swept, :func:`exponential_law`) is
+    ``P(y | x) ∝ exp(-c d(x, y))`` for one constant ``c`` (the kernel ``exp(-rate d / 2)``) on a 4-point
+    metric, equals the table it reports, and its exact privacy loss, computed here from the drawn law, is
+    within the claimed alpha_0, itself within the request and using at least 99% of it. A sampler reading the
+    cumulative weights along the wrong axis, or a claim half the table's loss, is caught."""
+    D = np.array([[0, 0.3, 1.0, 0.6], [0.3, 0, 0.8, 0.5], [1.0, 0.8, 0, 0.4], [0.6, 0.5, 0.4, 0]])
+    space = FiniteMetric(D)
+    e = ExponentialRandomizer(space, 2.0)
+    P = exponential_law(e)
+    np.testing.assert_allclose(P, e.transition_matrix(), rtol=1e-12, atol=0)
+    off = ~np.eye(4, dtype=bool)
+    rates = (np.log(P.diagonal())[:, None] - np.log(P))[off] / D[off]
+    assert np.allclose(rates, rates[0], rtol=1e-9)  # one exponent per unit of distance: exp(-c d)
+    loss = exact_loss(P, D)
+    assert 0.99 * 2.0 <= loss <= e.guarantee.alpha * (1 + 1e-9) and e.guarantee.alpha <= 2.0
 
 
 def test_gkrr_unbiased_inverse_closed_form():
@@ -149,6 +183,7 @@ def test_audit_finite_randomizers_and_doubled_alpha0():
     assert not audit_randomizer(e.transition_matrix(), D, 0.9 * e.realized_alpha0).passed
 
 
+@pytest.mark.slow  # large statistical audit; the scale is tested fast: test_knorm_randomizer_scale, test_planar_...
 @pytest.mark.parametrize("cls", [KNormRandomizer, PlanarLaplace])
 def test_statistical_audit_knorm_and_planar_laplace(cls, rng):
     """Worst-case search over single-item moves and opposite corners: the claim ``alpha_0 d / diameter``
