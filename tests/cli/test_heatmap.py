@@ -182,10 +182,15 @@ def test_dense_side_is_checked_in_the_commands_terms(points, tmp_path, capsys):
         assert err.startswith("userdp: error: --dense-side must be a power of two no larger than the grid's longer")
 
 
-def test_auto_is_the_default_and_takes_a_public_user_estimate(points, tmp_path, capsys):
+def test_auto_is_the_default_and_takes_a_public_user_estimate(points, tmp_path, capsys, monkeypatch):
     """Without --algorithm the release is userdp's auto heatmap; --users (a public estimate) decides its branch
     without spending budget on a noisy count: 50 users at epsilon 0.5 is epsilon n = 25 < 40, the coarse grid;
-    at epsilon 5 it is the tree. --users is checked before any data is read."""
+    at epsilon 5 it is the tree. Read from the sampler: no count is drawn, and the map's draws spend the whole
+    epsilon (the grid's counts Lap(1 / eps); the tree's leaf counts Lap(1 / (0.7 eps))). Without --users the
+    first draw is the noisy count, Lap(1 / (0.05 eps)). --users is checked before any data is read."""
+    from tests.heatmaps.spies import NoiseSpy, assert_law
+
+    spy = NoiseSpy(monkeypatch)
     argv = cli_argv.heatmap(points, "--bbox", cli_argv.BBOX, "--resolution", "64", "--json", "--seed", "3")
     seen = {}
     for eps, branch in (("0.5", "dense"), ("5", "privtree-emd")):
@@ -194,6 +199,14 @@ def test_auto_is_the_default_and_takes_a_public_user_estimate(points, tmp_path, 
         res = json.loads(capsys.readouterr().out)
         assert res["algorithm"] == "auto" and res["branch"] == branch
         seen[branch] = np.load(res["grid"])
+        draws = spy.take()
+        assert_law(draws[-1:], 1 / float(eps) if branch == "dense" else 1 / (0.7 * float(eps)))
+        assert branch == "privtree-emd" or len(draws) == 1
+    assert main([*argv, "--epsilon", "1", "--out", str(tmp_path / "noisy.png")]) == 0
+    capsys.readouterr()
+    count = spy.take()[0]
+    assert count.values.tolist() == [50.0]  # 50 users, each of mass 1
+    assert_law([count], 1 / 0.05)
     assert all(g.min() > 0 and g.sum() == pytest.approx(1.0) for g in seen.values())
     out = tmp_path / "bad.png"
     assert main([*argv, "--epsilon", "1", "--users", "-3", "--out", str(out)]) == 2

@@ -28,6 +28,9 @@ from userdp.heatmaps import (
 from userdp.heatmaps.sparse import _measure
 from userdp.metrics import GridL1, emd_norm
 from userdp.privacy.guarantees import Neighbours, PureDP
+from userdp.releases.heatmap import ALGORITHMS, heatmap_of_grid
+
+from .spies import NoiseSpy, assert_laplace_scale, assert_law, block_sums, padded_pyramid, sparse_level_epsilons
 
 
 def _full_lp_objective(levels, L: int) -> float:
@@ -90,9 +93,10 @@ def test_sparse_input_is_recovered_without_noise(rng):
     assert np.allclose(out, s / s.sum(), atol=1e-5)
 
 
-def test_level_sensitivity_and_budget():
+def test_level_sensitivity_and_budget(monkeypatch):
     """Adding or removing a user (a distribution of mass 1) changes every level's cell sums by l1 exactly 1,
-    and the level budgets sum to epsilon with the paper's geometric weights."""
+    and the level budgets sum to epsilon with the paper's geometric weights; the release's draws (read from the
+    sampler, not from its params) spend exactly epsilon."""
     gen = np.random.default_rng(0)
     base = gen.random((16, 16))
     user = gen.dirichlet(np.ones(256)).reshape(16, 16)
@@ -103,11 +107,15 @@ def test_level_sensitivity_and_budget():
     assert b[3] / b[2] == pytest.approx(1 / math.sqrt(2))
     q, b = level_budgets(1.5, 8, w=20, measure_all_levels=True)
     assert set(b) == set(range(0, 9)) and sum(b.values()) == pytest.approx(1.5) and b[1] == pytest.approx(b[3])
+    spy = NoiseSpy(monkeypatch)
     rel = dp_sparse_emd_agg(base, 1.5)
-    assert rel.guarantee.epsilon == 1.5 and sum(rel.params["level_epsilons"].values()) == pytest.approx(1.5)
+    assert rel.guarantee == PureDP(1.5, neighbours=Neighbours.ADD_REMOVE_USER)
+    assert sum(1 / d.scale for d in spy.take()) == pytest.approx(1.5, rel=1e-6)  # l1 sensitivity 1 per level
 
 
 def test_release_distribution_and_privacy_claim(rng):
+    """Every mechanism's release is a heatmap (mass 1, non-negative) claiming epsilon-DP for adding or removing
+    one user: the neighbour relation its sensitivity 1 was computed for (replacing a user moves a sum by l1 2)."""
     s = np.random.default_rng(1).random((32, 32))
     for rel in (
         dp_sparse_emd_agg(s, 1.0, rng=rng),
@@ -116,7 +124,90 @@ def test_release_distribution_and_privacy_claim(rng):
         dense_emd_agg(s, 1.0, 8, rng=rng),
     ):
         assert rel.value.shape == (32, 32) and rel.value.min() >= 0 and rel.value.sum() == pytest.approx(1.0)
-        assert rel.guarantee.epsilon == 1.0
+        assert rel.guarantee == PureDP(1.0, neighbours=Neighbours.ADD_REMOVE_USER)
+
+
+# --------------------------------------------------------------------------------------------
+# The noise each release really draws (NoiseSpy), against the paper's laws computed here
+# --------------------------------------------------------------------------------------------
+
+
+def _children(cells: np.ndarray) -> np.ndarray:
+    return np.array([(2 * r + a, 2 * c + b) for r, c in cells for a in (0, 1) for b in (0, 1)], dtype=np.int64)
+
+
+def test_sparse_release_draws_every_level_from_the_papers_law_and_keeps_the_noisy_top_w(monkeypatch):
+    """DPSparseEMDAgg as the release runs it (its defaults: w = 20, gamma = 1/sqrt(2), levels q = 2 to L
+    measured), read from the sampler: level i's noise is Lap(1/eps_i) with eps_i = gamma^|i - q| eps / Z (the
+    paper's split, computed here; l1 sensitivity 1, a user's mass, at every level), drawn on the level's cell
+    sums P_i s of exactly the candidate cells (every cell of level q, then the children of the cells kept), the
+    noise actually added has that scale, and the cells kept are the w largest NOISY values, y'_i = (P_i s +
+    nu_i) / 2^i. Catches: the level budgets not normalized (each level spending eps), q off by one, the
+    sensitivity taken as the scaled row's 2^-i, the top w chosen on the true sums."""
+    import userdp.heatmaps.sparse as S
+
+    spy = NoiseSpy(monkeypatch)
+    seen = []
+    real = S.reconstruct
+    monkeypatch.setattr(S, "reconstruct", lambda levels: (seen.append(levels), real(levels))[1])
+    gen = np.random.default_rng(3)
+    s = gen.random((64, 64)) * (gen.random((64, 64)) < 0.3) * 5  # L = 6
+    eps, w = 1.0, 20
+    want = sparse_level_epsilons(eps, 6)
+    assert sorted(want) == [2, 3, 4, 5, 6]
+    pyramid = padded_pyramid(s)
+    noise: dict[int, list] = {i: [] for i in want}
+    for seed in range(60):
+        dp_sparse_emd_agg(s, eps, rng=seed)
+        draws, (levels,) = spy.take(), seen
+        seen.clear()
+        assert len(draws) == len(want)
+        for d, i in zip(draws, sorted(want), strict=True):
+            assert_law([d], 1 / want[i])
+            cand = np.argwhere(np.ones((4, 4), bool)) if i == 2 else _children(levels.kept[i - 1])
+            np.testing.assert_allclose(np.sort(d.values), np.sort(pyramid[i][cand[:, 0], cand[:, 1]]), atol=1e-9)
+            top = np.sort(d.out)[::-1][:w]
+            np.testing.assert_array_equal(np.sort(levels.values[i] * 2.0**i)[::-1], top)
+            noise[i].append(d.noise)
+    for i in want:
+        assert_laplace_scale(np.concatenate(noise[i]), 1 / want[i])
+
+
+@pytest.mark.parametrize("algorithm", ["laplace", "threshold"])
+def test_laplace_heatmap_draws_lap_one_over_epsilon_on_every_cell(monkeypatch, algorithm):
+    """The Laplace baseline as the release runs it: one draw over every cell of s, from Lap(1/eps) (l1
+    sensitivity 1: a user is a distribution of mass 1), the noise actually added of that scale, and the map a
+    post-processing of that draw alone. Catches a sensitivity or an epsilon off by a factor."""
+    spy = NoiseSpy(monkeypatch)
+    s = np.random.default_rng(4).random((64, 64)) * 3
+    for eps in (0.5, 2.0):
+        rel = heatmap_of_grid(s, eps, algorithm, rng=1)
+        (d,) = spy.take()
+        np.testing.assert_array_equal(d.values, s.reshape(-1))
+        assert_law([d], 1 / eps)
+        assert_laplace_scale(d.noise, 1 / eps, tol=0.08)  # 4096 draws: a standard error of 1.6%
+        kept = np.maximum(d.out, 0.0).reshape(s.shape)
+        if algorithm == "laplace":
+            np.testing.assert_allclose(rel.value, kept / kept.sum(), rtol=1e-12)
+        assert np.all(rel.value[kept == 0] == 0)
+        assert rel.guarantee == PureDP(eps, neighbours=Neighbours.ADD_REMOVE_USER)
+
+
+def test_dense_release_draws_lap_one_over_epsilon_on_its_default_coarse_grid(monkeypatch):
+    """Appendix D's dense aggregation as the release runs it (no coarse side given: an eighth of the padded
+    side, 8 x 8 coarse cells on 64 x 64): one draw on the coarse cells' sums, Lap(1/eps), the noise actually
+    added of that scale."""
+    spy = NoiseSpy(monkeypatch)
+    s = np.random.default_rng(5).random((64, 64)) * (np.random.default_rng(6).random((64, 64)) < 0.2)
+    edges = np.arange(0, 65, 8)
+    noise = []
+    for seed in range(16):
+        heatmap_of_grid(s, 0.7, "dense", rng=seed)
+        (d,) = spy.take()
+        np.testing.assert_allclose(d.values, block_sums(s, edges, edges).reshape(-1), atol=1e-9)
+        assert_law([d], 1 / 0.7)
+        noise.append(d.noise)
+    assert_laplace_scale(np.concatenate(noise), 1 / 0.7)
 
 
 def test_emd_projection_is_optimal():
@@ -164,7 +255,7 @@ def test_gridding_and_refusals():
         dp_sparse_emd_agg(-np.ones((4, 4)), 1.0)
 
 
-@pytest.mark.parametrize("algorithm", ["sparse", "dense", "laplace", "threshold"])
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_no_users_and_no_points_inside_are_released(algorithm, rng):
     """A heatmap is an add/remove-one-user release: a dataset of no users, users with no points, or points
     all dropped as outside the box contribute nothing, and the release goes ahead (an error such as "no
@@ -200,24 +291,34 @@ def _grid(users):
     return user_grid_sum(UserDataset.from_lists(users, domain=AUDIT_BOX), 4, AUDIT_BOX)
 
 
+@pytest.mark.slow  # a large statistical audit; the exact per-level laws are pinned down in the default tier above
 def test_audit_sparse_levels(rng, monkeypatch):
-    """DPSparseEMDAgg's measured level (4 x 4, level q = 2 for w = 20): adding, removing or replacing a user
-    (including a full user at one spot) stays within the level's (eps_q, 0); with the per-level
-    sensitivity taken as 1/2 it is refuted. The release is a post-processing of the levels."""
+    """DPSparseEMDAgg's measured level as the release runs it (dp_sparse_emd_agg with its defaults; on 4 x 4,
+    w = 20, the only measured level is q = 2, all 16 cells): the noisy level-q cell sums the release really
+    draws (read from the sampler), for adding or removing a user (including a full user at one spot), stay
+    within the paper's (eps_q, 0) computed here; with the library's per-level sensitivity halved they are
+    refuted. The release is a post-processing of the levels, so its LP is left out (replaced by zeros)."""
     import userdp.heatmaps.sparse as S
     from userdp.audit import audit_search, user_neighbours
-    from userdp.heatmaps import level_budgets
 
     eps = 1.0
-    q, budgets = level_budgets(eps, 2, 20)
+    eps_q = sparse_level_epsilons(eps, 2)[2]
+    assert eps_q == eps  # a single measured level gets the whole budget
     pairs = [p for p in user_neighbours(AUDIT_USERS, [(0.1, 0.1)] * 3) if "replace" not in p.label]
+    monkeypatch.setattr(S, "reconstruct", lambda levels: np.zeros((2**levels.L,) * 2))
+    spy = NoiseSpy(monkeypatch)
 
     def sample(users, k):
         s = _grid(users)
-        return np.array([_measure(s, 2, budgets, 20, rng).values[q] for _ in range(k)])
+        out = []
+        for _ in range(k):
+            dp_sparse_emd_agg(s, eps, rng=rng)
+            (d,) = spy.take()
+            out.append(d.out)
+        return np.array(out)
 
     def claim(d):
-        return budgets[q], 0.0
+        return eps_q, 0.0
 
     assert audit_search(sample, pairs, claim, n=6_000, n_pilot=500).passed
     cal = S.calibrate_laplace
@@ -225,6 +326,7 @@ def test_audit_sparse_levels(rng, monkeypatch):
     assert not audit_search(sample, pairs, claim, n=6_000, n_pilot=500).passed
 
 
+@pytest.mark.slow  # a large statistical audit; test_laplace_heatmap_draws_lap_one_over_epsilon_on_every_cell is fast
 def test_audit_laplace_heatmap(rng):
     """The Laplace baseline's released heatmap, add/remove one user: (eps, 0) at the worst candidate pair;
     a variant with half the noise (run at 2 eps, claiming eps) is refuted."""
@@ -244,6 +346,7 @@ def test_audit_laplace_heatmap(rng):
     assert not audit_search(sampler(2 * eps), pairs, lambda d: (eps, 0.0), n=8_000, n_pilot=800).passed
 
 
+@pytest.mark.slow  # a large statistical audit; the dense release's law is pinned down in the default tier
 def test_audit_dense_emd_agg(rng, monkeypatch):
     """The dense appendix-D baseline (coarse 2 x 2): (eps, 0) at the worst of the add/remove pairs; run at
     3 eps while claiming eps, it is refuted. Its LP projection is post-processing of the noisy coarse

@@ -32,6 +32,8 @@ from userdp.heatmaps.privtree import (
 )
 from userdp.privacy.guarantees import Neighbours, PureDP
 
+from .spies import NoiseSpy, assert_laplace_scale, assert_law, block_sums, padded_pyramid, privtree_paper_lambda
+
 MECHANISMS = [privtree_heatmap, adaptive_grid_heatmap, hierarchical_heatmap, privtree_emd_heatmap]
 IDS = ["privtree", "adaptive_grid", "hierarchy", "privtree_emd"]
 
@@ -183,8 +185,21 @@ def test_hierarchy_without_noise_is_the_truth():
 # --------------------------------------------------------------------------------------------
 
 
-def test_budget_splits_add_up_to_epsilon():
+def test_budget_splits_add_up_to_epsilon(monkeypatch):
+    """What each mechanism's draws spend (read from the sampler: 1 / scale for a count of l1 sensitivity 1,
+    (2 beta - 1) / ((beta - 1) lambda) for PrivTree's decisions) adds up to epsilon, and the params report it."""
     s = _users_sum((12, 10), 80, seed=7)
+    spy = NoiseSpy(monkeypatch)
+    privtree_heatmap(s, 0.9, rng=1)
+    *decisions, leaves = spy.take()
+    assert 7 / (3 * decisions[0].scale) + 1 / leaves.scale == pytest.approx(0.9, rel=1e-6)
+    adaptive_grid_heatmap(s, 1.7, rng=1)
+    assert sum(1 / d.scale for d in spy.take()) == pytest.approx(1.7, rel=1e-6)
+    adaptive_grid_heatmap(s, 1.7, rng=1, n_public=80)
+    assert sum(1 / d.scale for d in spy.take()) == pytest.approx(1.7, rel=1e-6)  # nothing drawn for the count
+    hierarchical_heatmap(s, 1.7, rng=1)
+    (tree,) = spy.take()
+    assert 5 / tree.scale == pytest.approx(1.7, rel=1e-6)  # 16 x 16 padded: 5 levels, each a partition
     p = privtree_heatmap(s, 1.7, rng=1, tree_fraction=0.3).params
     assert p["epsilon_tree"] + p["epsilon_counts"] == pytest.approx(1.7) and p["epsilon_tree"] == pytest.approx(0.51)
     assert p["delta"] == pytest.approx(p["lambda"] * math.log(4))
@@ -256,6 +271,24 @@ def test_privtree_lambda_is_certified_on_the_lattice():
     assert privtree_path_sum(1e6) == pytest.approx(2 + sum(1 / (2 * 4**i - 1) for i in range(1, 40)), rel=1e-5)
 
 
+def test_privtree_certificate_holds_for_the_law_the_release_really_draws(monkeypatch):
+    """The certificate on the lattice law the release hands the sampler for its split decisions (read from the
+    sampler: granularity g and DLap(t)), not on a calibration recomputed here: S(g t) / (g t) + H W / t is at
+    most eps_tree = eps / 2, at every epsilon (the paper's lambda below 1.178, the certified one above)."""
+    from userdp.noise.mechanisms import LaplaceCalibration
+
+    spy = NoiseSpy(monkeypatch)
+    for shape in ((1, 2), (16, 16), (37, 23)):
+        s = _users_sum(shape, 400, seed=shape[0])
+        for eps in (0.1, 1.0, 2.4, 6.0, 80.0):
+            privtree_heatmap(s, eps, rng=1)
+            *decisions, _ = spy.take()
+            assert decisions
+            for d in decisions:
+                law = LaplaceCalibration(eps / 2, d.scale * eps / 2, shape[0] * shape[1], d.granularity, d.t)
+                assert privtree_certificate(law) <= eps / 2
+
+
 def test_privtree_path_bound_holds_on_random_fractional_paths():
     """The proof's key inequality with continuous Laplace noise: along one root-to-leaf path, with counts
     non-increasing in depth on D and a user whose mass on the path's nodes is non-increasing in depth and at
@@ -298,6 +331,7 @@ def _audit(mech, eps, **kw):
     return audit_heatmap(mech, eps, rng=kw.pop("seed", 2024), **kw)
 
 
+@pytest.mark.slow  # a large statistical audit; the exact laws of the draws are checked in the default tier
 def test_audit_hierarchy_real_and_broken(monkeypatch):
     ok = _audit(hierarchical_heatmap, 2.0)
     assert ok.passed, str(ok)
@@ -307,6 +341,7 @@ def test_audit_hierarchy_real_and_broken(monkeypatch):
     assert not bad.passed, str(bad)
 
 
+@pytest.mark.slow  # a large statistical audit; the exact laws of the draws are checked in the default tier
 def test_audit_adaptive_grid_real_and_broken(monkeypatch):
     ok = _audit(adaptive_grid_heatmap, 2.0, n=2000, n_pilot=250)
     assert ok.passed, str(ok)
@@ -316,6 +351,7 @@ def test_audit_adaptive_grid_real_and_broken(monkeypatch):
     assert not bad.passed, str(bad)
 
 
+@pytest.mark.slow  # a large statistical audit; the exact laws of the draws are checked in the default tier
 def test_audit_privtree_real_and_broken_budget(monkeypatch):
     ok = _audit(privtree_heatmap, 2.0, n=2500, n_pilot=300)
     assert ok.passed, str(ok)
@@ -325,6 +361,7 @@ def test_audit_privtree_real_and_broken_budget(monkeypatch):
     assert not bad.passed, str(bad)
 
 
+@pytest.mark.slow  # a large statistical audit; the exact laws of the draws are checked in the default tier
 def test_audit_privtree_emd_real_and_broken_budget(monkeypatch):
     """userdp's PrivTree-EMD (tree projection and floor: post-processing) keeps PrivTree's guarantee, and the
     audit still sees a budget split 3x too optimistic through the projection and the floor."""
@@ -410,6 +447,7 @@ def test_level_counts_and_projection_are_bit_for_bit_the_first_implementation():
         assert np.array_equal(got.view(np.int64), _projection_by_sorting(leaves, values, plan).view(np.int64))
 
 
+@pytest.mark.slow  # a large statistical audit; the exact laws of the draws are checked in the default tier
 def test_audit_privtree_split_decision_and_broken_lambda(monkeypatch):
     """The split decision alone: a 1 x 2 grid (one decision, at the root), 99 users on cell (0, 0) and
     theta = 100, so adding a user moves the biased count from theta - 1 to theta, where a split is most
@@ -427,6 +465,7 @@ def test_audit_privtree_split_decision_and_broken_lambda(monkeypatch):
     assert not bad.passed, str(bad)
 
 
+@pytest.mark.slow  # statistical audits; the laws of these mechanisms' draws are checked in the default tier
 def test_audit_heatmap_on_the_existing_mechanisms():
     """audit_heatmap runs any mechanism(s, epsilon, rng=...) -> Release: the Laplace baseline with a real
     sample size, and the LP-based ones (slow per call) with a small one; all sound, all pass."""
@@ -437,9 +476,174 @@ def test_audit_heatmap_on_the_existing_mechanisms():
     small = dict(users=[one], n=80, n_pilot=20)
     assert _audit(dp_sparse_emd_agg, 1.0, **small).passed
     assert _audit(functools.partial(dense_emd_agg, coarse_side=2), 1.0, **small).passed
+
+
+def test_audit_heatmap_refuses_what_it_cannot_audit():
     with pytest.raises(ParameterError):
         audit_heatmap(laplace_heatmap, 1.0, n=100, n_pilot=100)
     with pytest.raises(ParameterError):
         audit_heatmap(laplace_heatmap, 1.0, n=100, n_pilot=10, projections=("mean",))
     with pytest.raises(DataError):
         audit_heatmap(laplace_heatmap, 1.0, n=100, n_pilot=10, users=[np.ones((2, 2))])  # mass 4 > 1
+
+
+# --------------------------------------------------------------------------------------------
+# The laws of what each mechanism really draws (NoiseSpy), against the papers' definitions
+# --------------------------------------------------------------------------------------------
+
+
+def _blocky(seed: int) -> np.ndarray:
+    """16 x 16: every 2 x 2 block empty or holding 40 to 80 (so every non-empty node of depth <= 3 has a count
+    above its floor, and nodes at the floor are empty: their subtrees are all alike)."""
+    gen = np.random.default_rng(seed)
+    mask = gen.random((8, 8)) < 0.45
+    return np.kron(mask, np.ones((2, 2))) * gen.uniform(10.0, 20.0, (16, 16))
+
+
+@pytest.mark.parametrize(("mech", "tree_fraction"), [(privtree_heatmap, 0.5), (privtree_emd_heatmap, 0.3)],
+                         ids=["privtree", "privtree_emd"])  # fmt: skip
+def test_privtree_decisions_and_leaf_counts_follow_the_paper(monkeypatch, mech, tree_fraction):
+    """PrivTree as the release runs it, replayed from the sampler's draws: starting at the root, every visited
+    node v of depth d gets the biased count b(v) = max(theta - delta, c(v) - d delta) (theta = 0, delta = lambda
+    ln 4, lambda = 7 / (3 eps_tree), the paper's, computed here), noised by Lap(lambda) and split iff the noisy
+    value exceeds theta (its four quadrants visited next); the leaves' true counts are then drawn once with
+    Lap(1 / eps_counts), eps_counts = eps - eps_tree; the noise actually added has those scales. Catches: delta
+    from another fanout, the depth bias applied once, lambda from the whole epsilon, the decisions noised with
+    a unit sensitivity, the counts given the whole epsilon.
+    (tree_fraction 0.5 for PrivTree, 0.3 for userdp's PrivTree-EMD: their documented defaults.)"""
+    spy = NoiseSpy(monkeypatch)
+    eps, theta = 1.0, 0.0
+    lam = privtree_paper_lambda(tree_fraction * eps)
+    delta = lam * math.log(4)
+    noise = {"decisions": [], "leaves": []}
+    for seed in range(16):
+        s = _blocky(seed)
+
+        def count(node, s=s):
+            d, r, c = node
+            n = 16 >> d
+            return s[r * n : (r + 1) * n, c * n : (c + 1) * n].sum()
+
+        mech(s, eps, rng=seed)
+        *decisions, leaf_draw = spy.take()
+        assert_law(decisions, lam)
+        assert_law([leaf_draw], 1 / ((1 - tree_fraction) * eps))
+        visit, leaves = [(0, 0, 0)], []
+        for depth, draw in enumerate(decisions):
+            assert visit and all(v[0] == depth < 4 for v in visit)
+            want = np.array([max(theta - delta, count(v) - depth * delta) for v in visit])
+            mine, theirs = np.argsort(want, kind="stable"), np.argsort(draw.values, kind="stable")
+            np.testing.assert_allclose(draw.values[theirs], want[mine], rtol=0, atol=1e-9)
+            split = np.zeros(len(visit), dtype=bool)
+            split[mine] = draw.out[theirs] > theta  # ties (empty nodes, at the floor) have alike subtrees
+            leaves += [v for v, sp in zip(visit, split, strict=True) if not sp]
+            visit = [(d + 1, 2 * r + a, 2 * c + b) for (d, r, c), sp in zip(visit, split, strict=True) if sp
+                     for a in (0, 1) for b in (0, 1)]  # fmt: skip
+        assert all(v[0] == 4 for v in visit)  # what is left are single cells: leaves without a decision
+        leaves += visit
+        want_counts = np.sort([count(v) for v in leaves])
+        np.testing.assert_allclose(np.sort(leaf_draw.values), want_counts, rtol=0, atol=1e-9)
+        noise["decisions"] += [d.noise for d in decisions]
+        noise["leaves"].append(leaf_draw.noise)
+    assert_laplace_scale(np.concatenate(noise["decisions"]), lam)
+    assert_laplace_scale(np.concatenate(noise["leaves"]), 1 / ((1 - tree_fraction) * eps))
+
+
+def _edges(n: int, m: int) -> np.ndarray:
+    m = max(1, min(m, n))
+    return np.array([i * n // m for i in range(m + 1)])
+
+
+def _ag_m1(n_hat: float, eps_grid: float) -> int:
+    """Qardaji et al., section V: m1 = max(10, ceil(ceil(sqrt(N eps / c)) / 4)), c = 10."""
+    return max(10, math.ceil(math.ceil(math.sqrt(max(n_hat, 0.0) * eps_grid / 10)) / 4))
+
+
+def test_adaptive_grid_levels_follow_the_paper_and_read_only_released_counts(monkeypatch):
+    """Adaptive grids as the release runs them (no public n, alpha = 0.5, c = 10), replayed from the sampler's
+    draws: the count sum(s) + Lap(1 / (0.05 eps)); the first level, m1 from that noisy count, its cells' sums with
+    Lap(1 / (alpha eps_g)), eps_g = 0.95 eps; the second level splitting every first-level cell into m2 x m2 with
+    m2 = ceil(sqrt(N' (1 - alpha) eps_g / 5)) on the RELEASED count N' (index ranges again), its sums with
+    Lap(1 / ((1 - alpha) eps_g)); the noise actually added has those scales. Catches: the second level given
+    the rest of the budget, the first level the whole grid budget, m2 read on the true counts."""
+    spy = NoiseSpy(monkeypatch)
+    eps = 1.0
+    eps_g = 0.95 * eps
+    gen = np.random.default_rng(11)
+    s = gen.gamma(0.5, 4.0, (64, 64))  # first-level cells of 20 to 200: m2 from 2 to 5, many near a step
+    noise = {"first": [], "second": []}
+    for seed in range(10):
+        adaptive_grid_heatmap(s, eps, rng=seed)
+        count, first, second = spy.take()
+        assert count.values.tolist() == [pytest.approx(s.sum(), rel=1e-12)]
+        assert_law([count], 1 / (0.05 * eps))
+        m1 = _ag_m1(float(count.out[0]), eps_g)
+        re, ce = _edges(64, m1), _edges(64, m1)
+        np.testing.assert_allclose(first.values, block_sums(s, re, ce).reshape(-1), atol=1e-9)
+        assert_law([first], 1 / (0.5 * eps_g))
+        v = first.out.reshape(len(re) - 1, len(ce) - 1)
+        want = []
+        for i in range(v.shape[0]):
+            for j in range(v.shape[1]):
+                m2 = max(1, math.ceil(math.sqrt(max(v[i, j], 0.0) * 0.5 * eps_g / 5)))
+                h, w = re[i + 1] - re[i], ce[j + 1] - ce[j]
+                sub = block_sums(s[re[i] : re[i + 1], ce[j] : ce[j + 1]], _edges(h, m2), _edges(w, m2))
+                want.append(sub.reshape(-1))
+        np.testing.assert_allclose(second.values, np.concatenate(want), atol=1e-9)
+        assert_law([second], 1 / (0.5 * eps_g))
+        noise["first"].append(first.noise)
+        noise["second"].append(second.noise)
+    assert_laplace_scale(np.concatenate(noise["first"]), 1 / (0.5 * eps_g))
+    assert_laplace_scale(np.concatenate(noise["second"]), 1 / (0.5 * eps_g))
+
+
+def test_adaptive_grid_sizes_its_first_level_from_the_noisy_count_only(monkeypatch):
+    """16842 users at eps = 1: from the true count m1 = 10 (N eps_g / c = 1599.99 < 40^2), while the count's noise
+    Lap(20) puts the noisy count above 16842.1 (m1 = 11) about half the time. Over 12 default releases the first
+    level is always m1(noisy count) on a side, and both sizes occur. Catches m1 sized on the true count."""
+    spy = NoiseSpy(monkeypatch)
+    s = np.full((16, 16), 16842 // 256, dtype=np.float64)
+    s.reshape(-1)[: 16842 % 256] += 1  # integers: the total is exactly 16842
+    assert s.sum() == 16842
+    sizes = set()
+    for seed in range(12):
+        adaptive_grid_heatmap(s, 1.0, rng=seed)
+        count, first, _ = spy.take()
+        m1 = _ag_m1(float(count.out[0]), 0.95)
+        assert first.values.size == m1 * m1
+        sizes.add(m1)
+    assert sizes == {10, 11}
+
+
+def test_hierarchy_draws_every_node_with_eps_over_h_and_releases_the_least_squares_tree(monkeypatch):
+    """Hay et al.'s hierarchy as the release runs it, from the sampler: one draw over every node of the padded
+    quadtree (5 x 7 pads to 8 x 8: h = 4 levels, 85 nodes, root first), each node's true count with
+    Lap(h / eps) (each level a partition: l1 sensitivity 1 per level, eps / h each); the noise actually added
+    has that scale; and the map is the least-squares consistent tree of THOSE noisy counts (the paper's
+    Theorem 3, solved here by brute force), cropped, clipped at 0 and normalized: post-processing of the draw
+    alone. Catches a per-level budget off by one level, and consistency run on anything but the noisy tree."""
+    spy = NoiseSpy(monkeypatch)
+    s = _users_sum((5, 7), 60, seed=13)
+    eps = 1.3
+    levels = padded_pyramid(s)
+    assert len(levels) == 4
+    rows = []
+    for lvl in range(4):
+        span = 8 // 2**lvl
+        for i in range(2**lvl):
+            for j in range(2**lvl):
+                m = np.zeros((8, 8))
+                m[i * span : (i + 1) * span, j * span : (j + 1) * span] = 1.0
+                rows.append(m.reshape(-1))
+    lsq = np.linalg.pinv(np.array(rows))  # leaves of the least-squares tree = lsq @ noisy node counts
+    noise = []
+    for seed in range(40):
+        rel = hierarchical_heatmap(s, eps, rng=seed)
+        (d,) = spy.take()
+        np.testing.assert_allclose(d.values, np.concatenate([x.reshape(-1) for x in levels]), atol=1e-9)
+        assert_law([d], 4 / eps)
+        leaves = np.maximum((lsq @ d.out).reshape(8, 8)[:5, :7], 0.0)
+        want = leaves / leaves.sum() if leaves.sum() > 0 else np.full((5, 7), 1 / 35)
+        np.testing.assert_allclose(rel.value, want, rtol=0, atol=1e-9)
+        noise.append(d.noise)
+    assert_laplace_scale(np.concatenate(noise), 4 / eps)

@@ -32,3 +32,16 @@ def test_heatmap_plan_is_monotone_and_refuses_bad_parameters():
         plan.heatmap(1.0, shape=(32, 32), persons=500, points_per_person=10, algorithm="nope")
     with pytest.raises(ParameterError):
         plan.heatmap(1.0, shape=(32, 32), persons=500, points_per_person=10, density=np.ones((4, 4)))
+
+
+def test_synthetic_users_are_distributions_of_mass_one():
+    """The plan simulates the release on synthetic users shaped as the engines hand them to the mechanism: each
+    user's points as one distribution of mass 1 (a user with 30 points weighs 1, not 30), whatever the number
+    of points, places and users; otherwise the simulated signal, and the predicted error, would be off by the
+    mean number of points per user."""
+    from userdp.plan.heatmap import synthetic_grid_sum
+
+    for persons, points, places in ((1, 30.0, 3), (7, 5.0, 1), (400, 37.0, 3)):
+        s = synthetic_grid_sum((16, 16), persons, points, places=places, seed=persons)
+        assert s.min() >= 0 and s.sum() == pytest.approx(persons, rel=1e-12)
+        assert s.max() <= persons
