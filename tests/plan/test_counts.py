@@ -45,16 +45,28 @@ def test_key_counts_inverse_is_the_smallest_epsilon_that_meets_the_target():
         plan.key_counts_epsilon(1e-9, 0.9, l0=8, linf=4)
 
 
-def test_vocabulary_prediction_matches_the_release_rate_and_its_inverse():
-    """An item held by 45 one-item persons: the predicted release probability against 400 releases."""
+def test_vocabulary_prediction_matches_the_release_rate_and_its_inverse(monkeypatch):
+    """An item held by 45 one-item persons: the predicted release probability against 2,000 releases. (The
+    Gaussian calibrations, deterministic functions of the public parameters, are memoized: the zCDP searches
+    took 57 ms of each release's 57.3.)"""
+    import functools
+
+    import userdp.noise.mechanisms as mechanisms
+    import userdp.vocabulary.union as union
+
+    cached = functools.lru_cache(mechanisms.calibrate_gaussian)
+    monkeypatch.setattr(mechanisms, "calibrate_gaussian", cached)
+    monkeypatch.setattr(union, "calibrate_gaussian", cached)
+    monkeypatch.setattr(union, "calibrate_union", functools.lru_cache(union.calibrate_union))
     pred = plan.vocabulary(1.0, 1e-6, max_items=1, persons=45, count_fraction=0.5)
     p = pred.extra["release probability"]
     assert 0.2 < p < 0.9
     offsets = np.arange(46)
     items = np.zeros(45, dtype=np.int64)
+    runs = 2000
     hits = sum(private_vocabulary(offsets, items, np.array(["w"]), 1.0, 1e-6, max_items=1, rng=s).value["items"].size
-               for s in range(400))  # fmt: skip
-    assert abs(hits / 400 - p) < 4 * np.sqrt(p * (1 - p) / 400) + 0.01
+               for s in range(runs))  # fmt: skip
+    assert abs(hits / runs - p) < 4 * np.sqrt(p * (1 - p) / runs) + 0.005, (hits / runs, p)
     need = pred.extra["weight needed"]
     assert need[0.5] <= need[0.9] and need[0.5] == pytest.approx(pred.extra["threshold"], abs=1e-3)
     eps = plan.vocabulary_epsilon(45, 0.9, 1e-6, max_items=1)

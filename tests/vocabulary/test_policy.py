@@ -114,14 +114,24 @@ def test_exact_audit_of_the_policy_output_law(eps, delta, margin):
         assert not audit_set_union(POLICY_TINY, eps, delta, 2, "laplace", calibration=broken).passed
 
 
-def test_the_policy_sampler_path_releases_items_at_the_law_s_rates():
+def test_the_policy_sampler_path_releases_items_at_the_law_s_rates(monkeypatch):
     """policy_laplace_union (random order, random priorities, exact noise, integer threshold) releases each
-    item at the marginal rate of the exact law over orders and priorities."""
+    item at the marginal rate of the exact law over orders and priorities. The law's scale is ``ceil(U / eps)``
+    and its cutoff ``Gamma = T + ceil(alpha t)`` (``alpha = 0.5``), as the paper defines them; ``T`` is the
+    threshold calibrated (and tested) on its own. (The calibration, a deterministic function of the public
+    parameters, is memoized over the 3,000 runs.)"""
+    import functools
+
+    import userdp.vocabulary.union as union
+
+    monkeypatch.setattr(union, "calibrate_union", functools.lru_cache(union.calibrate_union))
     persons = [[0, 1]] * 9 + [[1, 2]] * 3 + [[0, 2]]
     offsets = np.r_[0, np.cumsum([len(p) for p in persons])]
     items = np.array([i for p in persons for i in p])
     eps, delta = 2.0, 1e-2
     cal = calibrate_union(eps, delta, 2, "laplace", policy=True, cutoff_margin=0.5)
+    t = math.ceil((1 << 20) / eps)
+    assert cal.unit == 1 << 20 and cal.scale == t and cal.cutoff == cal.threshold + math.ceil(0.5 * t)
     # the exact law, the persons' order enumerated over the kinds' distinct arrangements (13!/(9! 3!) of them)
     arrangements = []
     for three in itertools.combinations(range(13), 3):

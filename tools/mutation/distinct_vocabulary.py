@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from . import Mutant
 
+_RD = "tests/releases/test_distinct.py::"
+_RV = "tests/releases/test_vocabulary.py::"
+_RC = "tests/releases/test_counts.py::"
+
 MUTANTS: list[Mutant] = [
+    # --- per-key counts (the review's survivors first) ---------------------------------------------------------
     Mutant(
         "counts-auto-noise-with-selection-share",
         "budget-split",
         "vocabulary/counts.py",
         "counts = laplace_mechanism(true, float(l0 * linf), eps_c, src)",
         'counts = laplace_mechanism(true, float(l0 * linf), eps_c + plan["epsilon_select"], src)',
-        ("tests/vocabulary/test_counts.py",),
+        (_RC + "test_counts_with_auto_bounds_have_the_noise_of_the_chosen_bounds",),
         "per-key counts with bounds='auto' draw noise as if GEM's share of epsilon were the counts' too: "
         "the noise is 0.8x the stated sd and the release spends more than epsilon",
         (1,),
@@ -22,30 +27,269 @@ MUTANTS: list[Mutant] = [
         "vocabulary/counts.py",
         "hist, held = _histogram(off_b, its_b, labels.size, cal, src)",
         "hist, held = _histogram(offsets, keys, labels.size, cal, src)",
-        ("tests/vocabulary/test_counts.py",),
+        (_RC + "test_the_key_selection_sees_each_person_s_kept_keys_only",),
         "the keys are selected from every key a person holds, not from their max_keys kept keys: one person "
         "holding 10^6 keys gets one of them released",
         (1,),
     ),
     Mutant(
-        "vocabulary-release-twice-max-items",
-        "contribution-bound",
-        "releases/vocabulary.py",
-        "data, int(max_items), partial(keyed_keep, streams, cap=int(max_items)),",
-        "data, 2 * int(max_items), partial(keyed_keep, streams, cap=2 * int(max_items)),",
-        ("tests/vocabulary/test_union.py", "tests/releases/test_engines_agree.py"),
-        "the vocabulary release lets each person count toward 2 max_items items: twice the sensitivity the "
-        "threshold and noise were calibrated for",
-        (4,),
+        "counts-laplace-sensitivity-linf-only",
+        "sensitivity",
+        "vocabulary/counts.py",
+        "counts = laplace_mechanism(true, float(l0 * linf), eps_c, src)",
+        "counts = laplace_mechanism(true, float(linf), eps_c, src)",
+        (_RC + "test_counts_with_auto_bounds_have_the_noise_of_the_chosen_bounds",),
+        "the Laplace counts are calibrated for one key's Linf records, not for a person's L0 keys of Linf "
+        "records each: L0 times too little noise",
+        (1,),
     ),
+    Mutant(
+        "counts-gaussian-sensitivity-without-sqrt-l0",
+        "sensitivity",
+        "vocabulary/counts.py",
+        "counts = gaussian_mechanism(true, math.sqrt(l0) * linf, eps_c, delta_c, src)",
+        "counts = gaussian_mechanism(true, float(linf), eps_c, delta_c, src)",
+        (_RC + "test_gaussian_counts_of_selected_keys_with_auto_bounds_have_the_stated_noise",),
+        "the Gaussian counts use l2 sensitivity Linf, forgetting sqrt(L0): a person moving L0 counts gets "
+        "sqrt(L0) times too little noise",
+        (1,),
+    ),
+    Mutant(
+        "counts-gem-sensitivity-linf-only",
+        "sensitivity",
+        "vocabulary/counts.py",
+        "sens = np.array([float(a * b) for a, b in grid])",
+        "sens = np.array([float(b) for a, b in grid])",
+        (_RC + "test_the_release_draws_the_bounds_with_gem_s_law_exactly",),
+        "GEM's candidates (L0, Linf) get sensitivity Linf instead of L0 Linf: the choice of bounds is not "
+        "epsilon_select-DP (its normalized scores move by more than 1)",
+        (2,),
+    ),
+    Mutant(
+        "counts-key-selection-whole-epsilon",
+        "budget-split",
+        "vocabulary/counts.py",
+        'key_plan = plan_vocabulary(eps_keys, delta_keys, max_keys, "gaussian", False, 0.0)',
+        'key_plan = plan_vocabulary(eps, delta_keys, max_keys, "gaussian", False, 0.0)',
+        (_RC + "test_the_samplers_get_the_three_way_split",),
+        "the key selection is calibrated with the whole epsilon while GEM and the counts spend the rest: "
+        "epsilon_keys spent twice (the params still say key_fraction of it)",
+        (3,),
+    ),
+    Mutant(
+        "counts-delta-counts-whole-delta",
+        "budget-split",
+        "vocabulary/counts.py",
+        'delta_counts = dlt - delta_keys if noise == "gaussian" else 0.0',
+        'delta_counts = dlt if noise == "gaussian" else 0.0',
+        (_RC + "test_the_samplers_get_the_three_way_split",),
+        "Gaussian counts of selected keys get the whole delta while the key selection keeps its half: 1.5 delta spent",
+        (3,),
+    ),
+    # --- the distinct count (Knop & Steinke, Algorithm 1) -------------------------------------------------------
     Mutant(
         "distinct-gem-half-sensitivity",
         "sensitivity",
         "distinct/release.py",
         "idx = exponential_mechanism(plan.scores, 1.0, plan.epsilon_select, src)",
         "idx = exponential_mechanism(plan.scores, 0.5, plan.epsilon_select, src)",
-        ("tests/distinct/test_distinct.py", "tests/plan/test_distinct.py"),
+        (_RD + "test_the_release_draws_l_with_gem_s_law_exactly",),
         "the distinct count's choice of l is made with half GEM's sensitivity: 2 epsilon_select spent",
         (2,),
+    ),
+    Mutant(
+        "distinct-count-share-whole-epsilon",
+        "budget-split",
+        "distinct/release.py",
+        "e_cnt = epsilon - e_sel",
+        "e_cnt = epsilon",
+        (_RD + "test_the_count_at_a_fixed_bound_has_the_paper_s_scale_and_shift",),
+        "the shifted Laplace count is calibrated with the whole epsilon although GEM spent half of it: "
+        "1.5 epsilon spent, half the noise",
+        (2, 3),
+    ),
+    Mutant(
+        "distinct-gem-threshold-without-factor-2",
+        "threshold",
+        "distinct/release.py",
+        "return 2 * math.log(m / beta) / epsilon",
+        "return math.log(m / beta) / epsilon",
+        (_RD + "test_the_release_draws_l_with_gem_s_law_exactly",),
+        "GEM's margin t = ln(l_max / beta) / eps_select, half the paper's: the chosen l is too large too often "
+        "(Theorem 3.4's utility bound, and the count bounds of issue 19, no longer hold)",
+        (2,),
+    ),
+    Mutant(
+        "distinct-gem-unit-sensitivities",
+        "sensitivity",
+        "distinct/release.py",
+        "scores = gem_scores(q, ls, gem_threshold(l_max, beta, e_sel))",
+        "scores = gem_scores(q, np.ones_like(ls), gem_threshold(l_max, beta, e_sel))",
+        (_RD + "test_the_release_draws_l_with_gem_s_law_exactly",),
+        "GEM normalizes q_l as if every DC(D; l) had sensitivity 1 (it has l): the scores move by up to l_max, "
+        "the choice of l is not epsilon_select-DP",
+        (2,),
+    ),
+    Mutant(
+        "distinct-count-noise-sensitivity-one",
+        "noise-scale",
+        "distinct/release.py",
+        "terms = [_lower_bound_terms(float(c), float(l), e_cnt, beta) for c, l in zip(counts, ls, strict=True)]",
+        "terms = [_lower_bound_terms(float(c), 1.0, e_cnt, beta) for c, l in zip(counts, ls, strict=True)]",
+        (_RD + "test_the_count_at_a_fixed_bound_has_the_paper_s_scale_and_shift",),
+        "the count DC(D; l_hat) gets Laplace noise for sensitivity 1, not l_hat: l_hat times too little noise",
+        (2,),
+    ),
+    Mutant(
+        "distinct-shift-at-1-minus-2beta",
+        "threshold",
+        "distinct/release.py",
+        "x = math.ceil(-t * math.log(beta * (1 + math.exp(-1.0 / t)))) - 1",
+        "x = math.ceil(-t * math.log(2 * beta * (1 + math.exp(-1.0 / t)))) - 1",
+        (_RD + "test_the_count_at_a_fixed_bound_has_the_paper_s_scale_and_shift",),
+        "the shift is the noise's (1 - 2 beta)-quantile: the release exceeds the true count with probability "
+        "2 beta, not beta",
+        (2,),
+    ),
+    Mutant(
+        "distinct-q-term-one-over-beta",
+        "threshold",
+        "distinct/release.py",
+        "q = counts - ls / e_cnt * math.log(1 / (2 * beta))",
+        "q = counts - ls / e_cnt * math.log(1 / beta)",
+        (_RD + "test_the_release_draws_l_with_gem_s_law_exactly",),
+        "GEM ranks l by q_l with (l / eps_count) ln(1 / beta) rather than the shift the count subtracts, "
+        "(l / eps_count) ln(1 / (2 beta)): not Algorithm 1's choice, so Theorem 1.1 and the plan's predicted "
+        "error no longer describe the release",
+        (2,),
+    ),
+    Mutant(
+        "distinct-bucketed-every-unit-in-every-bucket",
+        "contribution-bound",
+        "distinct/counting.py",
+        "out += bucket_count(person[e], graph.adj[e], unit_person[u], unit_level[u], l_max)",
+        "out += bucket_count(person[e], graph.adj[e], unit_person, unit_level, l_max)",
+        ("tests/distinct/test_distinct.py::test_bucketed_count_is_below_the_exact_count_and_moves_by_at_most_l",),
+        "every bucket counts a person with all of their l units instead of the bucket's share: sum_b DC_b(l) "
+        "has sensitivity up to n_buckets l and exceeds DC(D; l)",
+    ),
+    # --- the set union (Gopi et al.) and the vocabulary release ------------------------------------------------
+    Mutant(
+        "vocabulary-release-twice-max-items",
+        "contribution-bound",
+        "releases/vocabulary.py",
+        "data, int(max_items), partial(keyed_keep, streams, cap=int(max_items)),",
+        "data, 2 * int(max_items), partial(keyed_keep, streams, cap=2 * int(max_items)),",
+        (_RV + "test_a_person_counts_toward_at_most_max_items_items",),
+        "the vocabulary release lets each person count toward 2 max_items items: twice the sensitivity the "
+        "threshold and noise were calibrated for",
+        (4,),
+    ),
+    Mutant(
+        "union-new-item-bound-without-k",
+        "threshold",
+        "vocabulary/union.py",
+        "worst = float(np.max(np.log(ks) + tail(threshold - new_item_weight(ks, noise, unit, policy), scale)))",
+        "worst = float(np.max(tail(threshold - new_item_weight(ks, noise, unit, policy), scale)))",
+        ("tests/vocabulary/test_union.py::test_threshold_is_the_smallest_that_bounds_a_new_item_by_the_real_tails",),
+        "the threshold bounds each of a person's k new items by delta, not all k together: an item only one "
+        "person holds is released with probability up to max_items delta",
+    ),
+    Mutant(
+        "union-gaussian-threshold-whole-delta",
+        "budget-split",
+        "vocabulary/union.py",
+        "target = (dlt - delta_g) * (1 - _MARGIN)",
+        "target = dlt * (1 - _MARGIN)",
+        ("tests/vocabulary/test_union.py::test_threshold_is_the_smallest_that_bounds_a_new_item_by_the_real_tails",),
+        "the Gaussian union's threshold takes the whole delta although its noisy histogram spends half: "
+        "1.5 delta spent",
+        (3,),
+    ),
+    Mutant(
+        "vocabulary-release-l2-weights-for-laplace",
+        "sensitivity",
+        "vocabulary/union.py",
+        "return np.column_stack([person_weights(k, noise), np.ones(k.size, dtype=np.int64)])",
+        'return np.column_stack([person_weights(k, "gaussian"), np.ones(k.size, dtype=np.int64)])',
+        (_RV + "test_a_person_counts_toward_at_most_max_items_items",),
+        "the release layer's weights are l2-normalized whatever the noise: a Laplace union's person has l1 "
+        "norm sqrt(k), not 1",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-policy-histogram-before-bounding",
+        "contribution-bound",
+        "vocabulary/union.py",
+        "hist, held_any = _histogram(off, its, labels.size, cal, src)",
+        "hist, held_any = _histogram(offsets, items, labels.size, cal, src)",
+        (_RV + "test_the_policy_release_bounds_each_person_before_the_histogram_and_the_counts",),
+        "the policy histogram visits every item of every person, not their max_items kept ones: the threshold "
+        "bounds a new item's weight for at most max_items items",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-holders-before-bounding",
+        "contribution-bound",
+        "vocabulary/union.py",
+        "holders = np.bincount(its, minlength=labels.size)",
+        "holders = np.bincount(np.asarray(items, dtype=np.int64), minlength=labels.size)",
+        (_RV + "test_the_policy_release_bounds_each_person_before_the_histogram_and_the_counts",),
+        "the counts count every item a person holds, not their max_items kept ones: the counts' sensitivity is "
+        "unbounded",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-laplace-count-sensitivity-sqrt",
+        "sensitivity",
+        "vocabulary/union.py",
+        "counts = laplace_mechanism(held, float(max_items), eps_count, src) if held.size else held",
+        "counts = laplace_mechanism(held, math.sqrt(max_items), eps_count, src) if held.size else held",
+        (_RV + "test_the_release_s_counts_have_the_noise_their_sensitivity_calls_for",),
+        "the Laplace counts use the l2 sensitivity sqrt(max_items) for l1 noise: sqrt(max_items) times too "
+        "little noise",
+        (3,),
+    ),
+    Mutant(
+        "vocabulary-gaussian-count-sensitivity-one",
+        "sensitivity",
+        "vocabulary/union.py",
+        "sens = math.sqrt(max_items)",
+        "sens = 1.0",
+        (_RV + "test_the_release_s_counts_have_the_noise_their_sensitivity_calls_for",),
+        "the Gaussian counts are calibrated for one count changing by 1, not max_items counts: sqrt(max_items) "
+        "times too little noise (and the stated sd agrees with it)",
+        (3,),
+    ),
+    Mutant(
+        "vocabulary-set-keeps-whole-delta",
+        "budget-split",
+        "vocabulary/union.py",
+        "delta_set = dlt - delta_count",
+        "delta_set = dlt",
+        (_RV + "test_the_samplers_get_the_budget_split",),
+        "the Gaussian vocabulary's set step keeps the whole delta while the counts take half: 1.5 delta spent",
+        (3,),
+    ),
+    Mutant(
+        "policy-cutoff-without-threshold",
+        "threshold",
+        "vocabulary/union.py",
+        "cutoff = int(t_hi) + math.ceil(margin * scale) if policy else 0",
+        "cutoff = math.ceil(margin * scale) if policy else 0",
+        (_RV + "test_the_policy_release_passes_saturated_items_at_the_cutoff_s_rate",),
+        "the policy cutoff is alpha t, not T + alpha t (Gopi et al.'s rho + alpha / epsilon without rho): "
+        "persons stop below the threshold and no item is ever released",
+        (2,),
+    ),
+    Mutant(
+        "policy-new-item-weight-rounded-down",
+        "threshold",
+        "vocabulary/union.py",
+        "return -(-unit // k)",
+        "return unit // k",
+        ("tests/vocabulary/test_policy.py::test_a_new_item_gets_at_most_its_share_rounded_up",),
+        "the policy threshold bounds a new item's weight by floor(unit / k), but water-filling gives up to "
+        "ceil(unit / k): the new-item bound is computed for less weight than a person can give",
     ),
 ]
