@@ -76,3 +76,83 @@ def test_other_randomizers_and_sampling_equal_the_per_user_reference():
          for i in range(ds.n_users)]
     )
     assert np.array_equal(got.items, want)
+
+
+class _StreamWords:
+    """A "randomizer" that returns the first words of the stream it is given (mod ``k``): it shows which stream
+    an engine hands a person's randomization."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def randomize(self, codes, source):
+        return (source.words(len(codes)) % np.uint64(self.k)).astype(np.int64)
+
+
+def test_each_keyed_step_reads_the_person_s_own_stream_for_its_own_purpose():
+    """The three keyed purposes are different strings, and the engines read them: a person's randomization gets
+    the person's stream for the randomization purpose -- not the sampling stream (sampling then randomizing the
+    same words would correlate the two steps), not another person's, not one keyed by the person's position in
+    a chunk -- and its samples come from its sampling stream; in memory and in chunks of every size."""
+    import pyarrow as pa
+
+    from tests.engines import brute
+    from userdp.engines import ChunkedEngine, Columns
+    from userdp.noise.keyed import BOUND_PURPOSE, RANDOMIZE_PURPOSE, SAMPLE_PURPOSE
+
+    assert brute.purposes_are_distinct()
+    k = 1 << 20  # words mod 2^20: two different streams give the same output with probability ~ 2^-20 per item
+    dom = FiniteDomain(np.arange(k))
+    users = np.repeat(np.array([3, 8, 15, 16, 42]), [4, 1, 3, 2, 5])
+    items = np.arange(users.size) % 7
+    streams = KeyedStreams(17)
+    table = pa.table({"user": users, "item": items})
+
+    def words(person, purpose, n):
+        return sorted((streams.source(person, purpose).words(n) % np.uint64(k)).astype(np.int64).tolist())
+
+    def persons(parts):
+        """(person, items) of every person of the datasets ``parts``."""
+        return [(p, ds.user_items(i).tolist()) for ds in parts for i, p in enumerate(ds.user_ids.tolist())]
+
+    groups = brute.by_person(users, items)
+    whole = UserDataset.from_arrays(users, items, dom)
+    runs = {"memory": ([memory.randomize_keyed(whole, _StreamWords(k), streams)],
+                       [memory.sample_keyed(whole, 6, streams)])}  # fmt: skip
+    for rows in (1, 4):
+        eng = ChunkedEngine(rows)
+        data = eng.load(table, Columns("user", "item"), dom)
+        runs[rows] = (list(eng.randomize_keyed(data, _StreamWords(k), streams)),
+                      list(eng.sample_keyed(data, 6, streams)))  # fmt: skip
+    for randomized, samples in runs.values():
+        assert sorted(p for p, _ in persons(randomized)) == sorted(groups)
+        for person, got in persons(randomized):
+            n = len(groups[person])
+            assert got == words(person, RANDOMIZE_PURPOSE, n)
+            assert got != words(person, SAMPLE_PURPOSE, n) and got != words(person, BOUND_PURPOSE, n)
+        for person, got in persons(samples):
+            assert got == brute.sampled(streams, person, groups[person], 6)
+
+
+def test_a_bounded_randomization_refuses_persons_of_another_size_than_m():
+    """With ``m`` (a bounded release's public size), every person must hold exactly m items, in memory and in
+    every chunk: persons holding more (or fewer) are refused, not randomized under m's guarantee."""
+    import pyarrow as pa
+
+    from userdp.engines import ChunkedEngine, Columns
+    from userdp.errors import DataError
+
+    gk, streams = GKRR(ClusteredMetric(2, 2, 0.3), 2.0), KeyedStreams(2)
+    dom = FiniteDomain(np.arange(4))
+    for size in (3, 1):
+        users = np.repeat(np.arange(6), size)
+        with pytest.raises(DataError, match="public number of items"):
+            memory.randomize_keyed(UserDataset.from_arrays(users, users % 4, dom), gk, streams, m=2)
+        eng = ChunkedEngine(4)
+        data = eng.randomize_keyed(eng.load(pa.table({"u": users, "x": users % 4}), Columns("u", "x"), dom), gk,
+                                   streams, m=2)  # fmt: skip
+        with pytest.raises(DataError, match="public number of items"):
+            list(data)
+    ok = memory.randomize_keyed(UserDataset.from_arrays(np.repeat(np.arange(6), 2), np.arange(12) % 4, dom), gk,
+                                streams, m=2)  # fmt: skip
+    assert list(ok.counts()) == [2] * 6

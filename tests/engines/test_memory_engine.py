@@ -7,10 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from userdp.data import FiniteDomain, UserDataset, group_by_user
+from tests.engines import brute
+from userdp.data import BoxDomain, FiniteDomain, UserDataset, group_by_user
 from userdp.engines import ChunkedEngine, Columns, Engine, MemoryEngine, get_engine
 from userdp.engines.base import count_table, sum_by_size, user_count_table, user_means
 from userdp.errors import DataError, ParameterError
+from userdp.noise import KeyedStreams, keyed_keep
 
 
 def test_get_engine():
@@ -235,3 +237,110 @@ def test_a_slice_of_a_count_table_ends_at_a_bin_boundary_even_for_the_last_bin()
     assert _bin_end(keys, 2) == 4 and _bin_end(keys, 1) == 1 and _bin_end(keys, 4) == 4
     keys = np.array([5 << 31 | 1, 5 << 31 | 9, 6 << 31 | 1], dtype=np.int64)
     assert _bin_end(keys, 1) == 2 and _bin_end(keys, 2) == 2
+
+
+# --------------------------------------------------------------------------------------------
+# The in-memory engine's per-person grouping and bounding, checked against brute force (tests/engines/brute.py)
+# --------------------------------------------------------------------------------------------
+
+LETTERS = FiniteDomain(np.array(list("abcde"), dtype=object))
+
+
+def test_memory_engine_groups_a_person_s_rows_wherever_they_lie():
+    """Rows of one person scattered through the table (the first and last keys in order, as a sorted file's
+    are) are one person: the sizes, sums of per-person distributions and edges are the brute-force ones.
+    Catches a grouping that takes rows in runs (a person returning later becomes a second person, adding a
+    second distribution of mass 1)."""
+    eng = MemoryEngine()
+    for users in ([1, 5, 1, 2, 1, 9], [3, 3, 7, 3, 8], ["a", "c", "a", "b", "d"]):
+        table = {"u": users, "x": list("abcdeabcde"[: len(users)])}
+        data = eng.load(table, Columns("u", "x"), LETTERS)
+        sizes = eng.user_sizes(data)
+        assert (sizes.smallest, sizes.largest, sizes.users) == brute.user_sizes(users)
+        for normalize in (True, False):
+            want = brute.histogram_sum(users, table["x"], LETTERS.labels, normalize)
+            assert np.allclose(eng.histogram_sum(data, normalize), want, rtol=0, atol=1e-12)
+        assert sorted(brute.edges_of(eng.edges(data))) == sorted(brute.edges(users, table["x"]))
+
+
+def test_edges_are_the_distinct_person_item_pairs():
+    """The person-element graph holds each (person, element) pair once: from a table (rows in any order), from
+    a dataset grouped and sorted by person (its own path) with items held several times, and from a dataset
+    whose person ids repeat (one person over two rows of the dataset is one person). Catches a graph left
+    with repeated edges (a person counted twice toward an element) and a repeated id taken for grouped."""
+    eng = MemoryEngine()
+    users, items = [4, 2, 4, 4, 2, 9, 9], ["b", "a", "b", "c", "a", "e", "e"]
+    assert sorted(brute.edges_of(eng.edges(eng.load({"u": users, "x": items}, Columns("u", "x"))))) == sorted(
+        brute.edges(users, items)
+    )
+    grouped = UserDataset.from_lists([["a", "b", "a", "a"], ["c"], ["d", "d", "e"]], domain=LETTERS)
+    recs = np.repeat(grouped.user_ids, grouped.counts())
+    want = brute.edges(recs, LETTERS.labels[grouped.items])
+    assert len(want) == 5 and sorted(brute.edges_of(eng.edges(grouped))) == sorted(want)
+    rows = UserDataset.from_lists([["a", "b"], ["a", "c"], ["d", "e"]], domain=LETTERS)
+    repeated = UserDataset(rows.offsets, rows.items, np.array([7, 7, 9]), LETTERS)  # person 7 on two rows
+    recs = np.repeat(repeated.user_ids, repeated.counts())
+    graph = eng.edges(repeated)
+    got = brute.edges_of(graph)
+    assert sorted(got) == sorted(brute.edges(recs, LETTERS.labels[repeated.items]))
+    assert sorted(got) == [(7, "a"), (7, "b"), (7, "c"), (9, "d"), (9, "e")] and graph.n_users == 2
+
+
+def test_key_records_add_up_a_person_s_records_of_a_key():
+    """One entry per person and key, with the number of the person's records of it, as counted in the test:
+    a dataset of many persons and keys (an entry coded by person and key must not collide with another's)."""
+    rng = np.random.default_rng(6)
+    users = rng.integers(0, 30, 400) * 7
+    keys = np.array([f"k{j}" for j in rng.integers(0, 9, 400)], dtype=object)
+    eng = MemoryEngine()
+    got = brute.key_records_of(eng.key_records(eng.load({"u": users, "k": keys}, Columns("u", "k"))))
+    want = brute.key_records(users, keys)
+    assert got == want and max(want.values()) > 1
+
+
+def _kept_and_held(k):
+    """Weights of a person keeping ``k`` items: ``k`` itself (so a sum shows the kept count) and 1."""
+    k = np.asarray(k, dtype=np.int64)
+    return np.column_stack([k, np.ones(k.size, dtype=np.int64)])
+
+
+@pytest.mark.parametrize("cap", [1, 3, 5])
+def test_bounded_item_sums_equal_the_definition(cap):
+    """A person keeps all of its distinct items up to ``cap``, else the ``cap`` positions (labels in text order:
+    integer labels 10 before 9) of the smallest words of its keyed stream for the bounding purpose; each kept
+    item gets the weights of the kept count. Computed per person in the test, for integer and text person keys."""
+    from functools import partial
+
+    rng = np.random.default_rng(cap)
+    labels = np.array([9, 10, 11, 100, 2, 33, 7])
+    streams = KeyedStreams(cap)
+    for ids in (np.arange(25) * 11 - 40, np.array([f"p{i}" for i in range(25)], dtype=object)):
+        users, items = [], []
+        for p in ids.tolist():
+            held = rng.choice(labels, int(rng.integers(1, 8)), replace=False)
+            users += [p] * (held.size + 1)
+            items += held.tolist() + [int(held[0])]  # one item held twice
+        eng = MemoryEngine()
+        data = eng.load({"u": users, "x": items}, Columns("u", "x"))
+        got = eng.bounded_item_sums(data, cap, partial(keyed_keep, streams, cap=cap), _kept_and_held)
+        want = brute.item_sums(users, items, cap, lambda p, n: brute.kept_positions(streams, p, n, cap),
+                               _kept_and_held)  # fmt: skip
+        assert brute.item_sums_of(got) == want
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (1200, 1000)])
+def test_grid_sum_counts_each_person_s_points_inside_the_box(shape):
+    """Each person's points inside the box as a distribution of mass 1, points outside dropped, a person with
+    none inside adding nothing: the brute-force sum, on a small grid (one compiled counting pass) and on a grid
+    of more cells than a counting pass is worth (the sort), where a person's size must count only its points
+    inside."""
+    box = BoxDomain((0.0, 0.0), (1.0, 1.0))
+    rng = np.random.default_rng(9)
+    users = np.repeat(np.arange(40), rng.integers(1, 7, 40))
+    pts = rng.uniform(-0.2, 1.2, (users.size, 2))
+    ds = UserDataset.from_arrays(users, pts)
+    want = brute.grid_sum(users, pts, box, shape)
+    got = MemoryEngine().grid_sum(ds, box, shape, drop_outside=True)
+    assert np.allclose(got, want, rtol=0, atol=1e-12)
+    persons_inside = {u for u, p in zip(users.tolist(), pts, strict=True) if brute.cell_of(p, box, shape) is not None}
+    assert got.sum() == pytest.approx(len(persons_inside)) and len(persons_inside) < 40

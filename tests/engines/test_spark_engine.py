@@ -1,7 +1,14 @@
-"""The Spark engine gives the in-memory engine's results bit for bit (aggregates and keyed per-user
-randomness), and a retried task does not change what is released."""
+"""The Spark engine: its per-user steps gather each person's rows from every partition (checked against brute
+force, tests/engines/brute.py, on input spread over four partitions), it gives the in-memory engine's results
+bit for bit (aggregates and keyed per-user randomness), and a retried task does not change what is released.
+
+The default tier keeps the per-user bounding and grouping checks (several partitions, brute force); the full
+comparison with the other engines and the CLI runs on Spark are marked ``slow`` (``pytest -m ""`` runs them).
+"""
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 import pytest
@@ -9,13 +16,17 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 from tests import cli_argv  # noqa: E402
+from tests.engines import brute  # noqa: E402
 from userdp.data import BoxDomain, FiniteDomain, UserDataset  # noqa: E402
 from userdp.distinct import dc_matching, person_element_graph  # noqa: E402
 from userdp.engines import Columns, MemoryEngine  # noqa: E402
 from userdp.engines.spark import SparkEngine  # noqa: E402
 from userdp.errors import DataError  # noqa: E402
 from userdp.heatmaps import user_grid_sum  # noqa: E402
-from userdp.noise import KeyedStreams  # noqa: E402
+from userdp.noise import KeyedStreams, keyed_keep  # noqa: E402
+
+BOX = BoxDomain.latlon(40.69, 40.76, -74.01, -73.94)
+SMALL_BOX = BoxDomain.latlon(40.72, 40.76, -74.01, -73.94)  # some points, and some persons, outside
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +37,7 @@ def engine(spark_engine):
 @pytest.fixture(scope="module")
 def records():
     rng = np.random.default_rng(0)
-    n = 300
+    n = 80
     users = np.repeat(np.arange(n), rng.integers(1, 12, n))
     words = np.array([f"w{i}" for i in range(40)])
     items = words[rng.integers(0, 40, users.size)]
@@ -35,33 +46,195 @@ def records():
     return users, items, lat, lon, words
 
 
-def _df(engine, records):
-    users, items, lat, lon, _ = records
+def _spread(df) -> tuple[int, float]:
+    """The number of partitions of ``df`` and the share of the persons holding several rows whose rows lie in
+    more than one partition."""
+    from pyspark.sql import functions as F
+
+    per = df.withColumn("_p", F.spark_partition_id()).groupBy("user")
+    rows = per.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("_p").alias("parts")).filter("n > 1").collect()
+    return df.rdd.getNumPartitions(), float(np.mean([r["parts"] > 1 for r in rows]))
+
+
+@pytest.fixture(scope="module")
+def frame(engine, records):
+    """The records as one DataFrame (made once for the module), spread round-robin over 4 partitions: nearly
+    every person's rows lie in several partitions, so a per-user step that does not gather them first fails."""
     import pandas as pd
 
-    return engine.spark.createDataFrame(pd.DataFrame({"user": users, "item": items, "lat": lat, "lon": lon}))
+    users, items, lat, lon, _ = records
+    pdf = pd.DataFrame({"user": users, "item": items, "lat": lat, "lon": lon})
+    df = engine.spark.createDataFrame(pdf).repartition(4).cache()
+    parts, spread = _spread(df)
+    assert parts == 4 and spread > 0.9
+    yield df
+    df.unpersist()
 
 
 ITEMS = Columns("user", "item")
 POINTS = Columns("user", points=("lat", "lon"))
 
 
-def test_histogram_sum_equals_memory(engine, records):
+def _histogram_in_batches_of(engine, data, rows: int) -> np.ndarray:
+    """The sum of per-person distributions with Arrow batches of ``rows`` rows on the executors (a partition's
+    persons cut between batches, to be carried whole to the next one)."""
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = engine.spark.conf.get(key)
+    engine.spark.conf.set(key, str(rows))
+    try:
+        return engine.histogram_sum(data, True)
+    finally:
+        engine.spark.conf.set(key, before)
+
+
+# --------------------------------------------------------------------------------------------
+# Default tier: per-user grouping and bounding on several partitions, against brute force
+# --------------------------------------------------------------------------------------------
+
+
+def test_per_user_aggregates_gather_a_person_s_rows_from_every_partition(engine, records, frame):
+    """Each person's rows, spread over four partitions (and, with batches of 3 rows, over several Arrow batches of
+    a partition), are one person: the sums of per-person distributions over the words and over a grid (points
+    outside the box dropped), the per-person means and the person sizes equal the brute-force ones. Catches
+    per-user steps run on the partitions as they are (no shuffle by person), a carry between batches that
+    splits a person, partitions' count tables merged other than by their sum, and sizes whose minimum is not
+    the minimum."""
+    users, items, lat, lon, words = records
+    data = engine.load(frame, ITEMS, FiniteDomain(words))
+    want = brute.histogram_sum(users, items, words, True)
+    assert np.allclose(engine.histogram_sum(data, True), want, rtol=0, atol=1e-12)
+    assert np.allclose(_histogram_in_batches_of(engine, data, 3), want, rtol=0, atol=1e-12)
+    pts = np.column_stack([lat, lon])
+    grid = engine.grid_sum(engine.load(frame, POINTS), SMALL_BOX, (6, 5), drop_outside=True)
+    assert np.allclose(grid, brute.grid_sum(users, pts, SMALL_BOX, (6, 5)), rtol=0, atol=1e-12)
+    _, means = brute.per_user_mean(users, pts, np.sin)
+    assert np.allclose(engine.per_user_mean(engine.load(frame, POINTS), np.sin), means, rtol=1e-12, atol=0)
+    sizes = engine.user_sizes(data)
+    assert (sizes.smallest, sizes.largest, sizes.users) == brute.user_sizes(users)
+    assert sizes.smallest < sizes.largest
+    with pytest.raises(DataError, match="BoundedEMDReduction"):
+        sizes.equal()
+
+
+def _kept_and_held(k):
+    """Weights of a person keeping ``k`` items: ``k`` itself (so a sum shows the kept count) and 1."""
+    k = np.asarray(k, dtype=np.int64)
+    return np.column_stack([k, np.ones(k.size, dtype=np.int64)])
+
+
+def test_bounded_item_sums_on_spark_equal_the_definition(engine):
+    """The set union's bounding on the executors, on persons spread over four partitions: a person keeps all of
+    its distinct items up to ``cap``, else the ``cap`` positions (labels in text order) of the smallest words
+    of its keyed stream -- keyed by the person's own key (integers here, not their text) -- and each kept item
+    gets the weights of the kept count; computed per person in the test."""
+    import pandas as pd
+
+    rng = np.random.default_rng(12)
+    users, items = [], []
+    for p in range(30):
+        held = rng.choice([2, 9, 10, 11, 33, 100, 101, 7], int(rng.integers(1, 9)), replace=False)
+        users += [p * 3 + 1] * (held.size + 1)
+        items += held.tolist() + [int(held[0])]  # one item held twice
+    df = engine.spark.createDataFrame(pd.DataFrame({"user": users, "item": items})).repartition(4)
+    cap, streams = 3, KeyedStreams(21)
+    got = engine.bounded_item_sums(engine.load(df, ITEMS), cap, partial(keyed_keep, streams, cap=cap), _kept_and_held)
+    want = brute.item_sums(users, items, cap, lambda p, n: brute.kept_positions(streams, p, n, cap), _kept_and_held)
+    assert brute.item_sums_of(got) == want
+
+
+def test_edges_and_key_records_on_spark_are_the_persons_pairs(engine, records, frame):
+    """The person-element edges (each pair once) and the records per person and key (one entry per pair, the
+    person's records of it added), on persons spread over four partitions, as counted in the test."""
+    users, items, _, _, _ = records
+    assert sorted(brute.edges_of(engine.edges(engine.load(frame, ITEMS)))) == sorted(brute.edges(users, items))
+    want = brute.key_records(users, items)
+    assert brute.key_records_of(engine.key_records(engine.load(frame, ITEMS))) == want
+    assert max(want.values()) > 1
+
+
+def _rows(data) -> list:
+    """Sorted (user, item...) rows of a Spark table or a dataset."""
+    if isinstance(data, UserDataset):
+        users = np.repeat(data.user_ids, data.counts()).tolist()
+        items = data.items.tolist() if data.is_points else data.domain.labels[data.items].tolist()
+        return sorted(zip(users, map(repr, items), strict=True))
+    pdf = data.df.toPandas()
+    cols = data.columns
+    items = pdf[list(cols.points)].to_numpy().tolist() if cols.points else pdf[cols.item].tolist()
+    return sorted(zip(pdf[cols.user].tolist(), map(repr, items), strict=True))
+
+
+def test_keyed_draws_on_spark_are_each_person_s_own(engine, records, frame):
+    """Sampling with replacement and GKRR on the executors, persons spread over four partitions: each person's
+    samples are its sorted points at the draws of its own sampling stream, and its randomized items are its
+    sorted codes through GKRR with its own randomization stream (computed per person in the test), with an
+    unseeded (os.urandom) master, as real releases use."""
+    from userdp.dem import GKRR
+    from userdp.metrics import ClusteredMetric
+
+    users, items, lat, lon, words = records
+    streams = KeyedStreams()
+    assert not streams.seeded
+    spark = engine.sample_keyed(engine.load(frame, POINTS), 5, streams)
+    groups = brute.by_person(users, np.column_stack([lat, lon]))
+    want = sorted((p, repr(list(x))) for p, pts in groups.items() for x in brute.sampled(streams, p, pts, 5))
+    assert _rows(spark) == want
+    dom = FiniteDomain(words)
+    gk = GKRR(ClusteredMetric(8, 5, 0.2), 1.0)
+    randomized = engine.histogram_sum(engine.randomize_keyed(engine.load(frame, ITEMS, dom), gk, streams), False)
+    codes = brute.by_person(users, dom.encode(items))
+    assert randomized.tolist() == brute.randomized_counts(streams, codes, gk, len(words)).tolist()
+
+
+def test_refusals_on_spark(engine, records, frame):
+    """Items outside the declared domain and points outside the box (without drop_outside) are refused."""
+    with pytest.raises(DataError, match="not in the declared domain"):
+        engine.histogram_sum(engine.load(frame, ITEMS, FiniteDomain(records[4][:5])))
+    with pytest.raises(DataError, match="outside"):
+        engine.grid_sum(engine.load(frame, POINTS), SMALL_BOX, 8)
+
+
+def test_keyed_operations_refuse_user_keys_without_an_encoding(engine):
+    import datetime
+
+    import pandas as pd
+
+    df = engine.spark.createDataFrame(pd.DataFrame({"user": [datetime.date(2024, 1, 1)] * 2, "item": ["a", "b"]}))
+    data = engine.load(df, ITEMS, FiniteDomain(["a", "b"]))
+    with pytest.raises(DataError, match="user column"):
+        engine.sample_keyed(data, 2, KeyedStreams())
+    with pytest.raises(DataError, match="user column"):
+        engine.randomize_keyed(data, None, KeyedStreams())
+
+
+def test_missing_columns(engine, frame):
+    with pytest.raises(DataError, match="not found"):
+        engine.load(frame, Columns("person", "item"))
+
+
+# --------------------------------------------------------------------------------------------
+# Slow tier: bit-for-bit equality with the in-memory engine, retries, the CLI on Spark
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # bit-for-bit equality with memory (the brute-force sums run in the default tier)
+def test_histogram_sum_equals_memory(engine, records, frame):
     users, items, _, _, words = records
     ds = UserDataset.from_arrays(users, items, domain=FiniteDomain(words))
     mem = MemoryEngine()
     for normalize in (True, False):
-        spark = engine.histogram_sum(engine.load(_df(engine, records), ITEMS, FiniteDomain(words)), normalize)
+        spark = engine.histogram_sum(engine.load(frame, ITEMS, FiniteDomain(words)), normalize)
         assert np.array_equal(mem.histogram_sum(ds, normalize), spark)
     with pytest.raises(DataError, match="not in the declared domain"):
-        engine.histogram_sum(engine.load(_df(engine, records), ITEMS, FiniteDomain(words[:5])))
+        engine.histogram_sum(engine.load(frame, ITEMS, FiniteDomain(words[:5])))
 
 
-def test_grid_sum_equals_memory(engine, records):
+@pytest.mark.slow  # bit-for-bit equality with memory on a 64 x 64 grid (brute force: default tier)
+def test_grid_sum_equals_memory(engine, records, frame):
     users, _, lat, lon, _ = records
     box = BoxDomain.latlon(40.69, 40.76, -74.01, -73.94)
     ds = UserDataset.from_arrays(users, np.column_stack([lat, lon]), domain=box)
-    data = engine.load(_df(engine, records), POINTS)
+    data = engine.load(frame, POINTS)
     assert np.array_equal(user_grid_sum(ds, 64, box), engine.grid_sum(data, box, 64))
     small = BoxDomain.latlon(40.72, 40.76, -74.01, -73.94)
     with pytest.raises(DataError, match="outside"):
@@ -70,24 +243,27 @@ def test_grid_sum_equals_memory(engine, records):
     assert np.array_equal(kept, user_grid_sum(ds, 64, small, drop_outside=True))
 
 
-def test_per_user_mean_equals_memory(engine, records):
+@pytest.mark.slow  # bit-for-bit equality with memory (brute-force means: default tier)
+def test_per_user_mean_equals_memory(engine, records, frame):
     users, _, lat, lon, _ = records
     ds = UserDataset.from_arrays(users, np.column_stack([lat, lon]))
     mem = MemoryEngine().per_user_mean(ds, np.sin)
-    assert np.array_equal(engine.per_user_mean(engine.load(_df(engine, records), POINTS), np.sin), mem)
+    assert np.array_equal(engine.per_user_mean(engine.load(frame, POINTS), np.sin), mem)
 
 
-def test_edges_equal_memory(engine, records):
+@pytest.mark.slow  # equality with memory and the driver limit (brute-force edges: default tier)
+def test_edges_equal_memory(engine, records, frame):
     users, items, _, _, _ = records
     g_mem = person_element_graph(MemoryEngine().edges(UserDataset.from_arrays(users, items)))
-    g_spark = person_element_graph(engine.edges(engine.load(_df(engine, records), ITEMS)))
+    g_spark = person_element_graph(engine.edges(engine.load(frame, ITEMS)))
     assert np.array_equal(g_spark.offsets, g_mem.offsets) and np.array_equal(g_spark.adj, g_mem.adj)
     assert np.array_equal(dc_matching(g_spark, 12), dc_matching(g_mem, 12))
     with pytest.raises(DataError, match="exceed the driver limit") as err:
-        SparkEngine(engine.spark, max_edges=10).edges(engine.load(_df(engine, records), ITEMS))
+        SparkEngine(engine.spark, max_edges=10).edges(engine.load(frame, ITEMS))
     assert str(len(users)) not in str(err.value)  # the message names no count read off the data
 
 
+@pytest.mark.slow  # tokenizing on the executors, equal to memory: a Spark job of its own
 def test_tokenized_edges_equal_memory(engine):
     """Text split into words on the executors gives the in-memory engine's person-word graph, also for
     non-ASCII text and rows that Python itself splits (capital sigma, emoji)."""
@@ -98,7 +274,7 @@ def test_tokenized_edges_equal_memory(engine):
     table = pa.table({"user": users, "text": texts})
     cols = Columns("user", "text", tokenize=True)
     g_mem = person_element_graph(MemoryEngine().edges(MemoryEngine().load(table, cols)))
-    df = engine.spark.createDataFrame(table.to_pandas())
+    df = engine.spark.createDataFrame(table.to_pandas()).repartition(4)  # a person's texts in several partitions
     g_spark = person_element_graph(engine.edges(engine.load(df, cols)))
     assert np.array_equal(g_spark.offsets, g_mem.offsets) and np.array_equal(g_spark.adj, g_mem.adj)
 
@@ -115,7 +291,8 @@ def _rows(data) -> list:
     return sorted(zip(pdf[cols.user].tolist(), map(repr, items), strict=True))
 
 
-def test_sampling_equals_memory_keyed(engine, records):
+@pytest.mark.slow  # equality with memory (brute-force keyed draws: default tier)
+def test_sampling_equals_memory_keyed(engine, records, frame):
     """The same master gives the same per-user samples with replacement on Spark and in memory; an unseeded
     (os.urandom) master is used, so this also holds for real releases, not only for seeded demos."""
     users, _, lat, lon, _ = records
@@ -123,12 +300,13 @@ def test_sampling_equals_memory_keyed(engine, records):
     streams = KeyedStreams()
     assert not streams.seeded
     mem = MemoryEngine().sample_keyed(ds, 7, streams)
-    spark = engine.sample_keyed(engine.load(_df(engine, records), POINTS), 7, streams)
+    spark = engine.sample_keyed(engine.load(frame, POINTS), 7, streams)
     assert _rows(spark) == _rows(mem)
     other = MemoryEngine().sample_keyed(ds, 7, KeyedStreams())  # another master: other samples
     assert not np.array_equal(other.items, mem.items)
 
 
+@pytest.mark.slow  # equality with memory, string keys (keyed draws: default tier)
 def test_item_randomization_equals_memory_keyed(engine, records):
     """The same master gives the same GKRR-randomized items per user on Spark and in memory (string user keys
     here; the sampling test above uses integer keys)."""
@@ -145,25 +323,12 @@ def test_item_randomization_equals_memory_keyed(engine, records):
     ds = UserDataset.from_arrays(users, items, domain=dom)
     mem = MemoryEngine().randomize_keyed(ds, gk, streams)
     assert np.array_equal(mem.counts(), ds.counts())
-    df = engine.spark.createDataFrame(pd.DataFrame({"user": users, "item": items}))
+    df = engine.spark.createDataFrame(pd.DataFrame({"user": users, "item": items})).repartition(4)
     spark = engine.randomize_keyed(engine.load(df, ITEMS, dom), gk, streams)
     assert _rows(spark) == _rows(mem)
     assert not np.array_equal(mem.items, ds.items)  # GKRR at alpha0 = 1 changes many items
     again = MemoryEngine().randomize_keyed(ds, gk, KeyedStreams())
     assert not np.array_equal(again.items, mem.items)
-
-
-def test_keyed_operations_refuse_user_keys_without_an_encoding(engine):
-    import datetime
-
-    import pandas as pd
-
-    df = engine.spark.createDataFrame(pd.DataFrame({"user": [datetime.date(2024, 1, 1)] * 2, "item": ["a", "b"]}))
-    data = engine.load(df, ITEMS, FiniteDomain(["a", "b"]))
-    with pytest.raises(DataError, match="user column"):
-        engine.sample_keyed(data, 2, KeyedStreams())
-    with pytest.raises(DataError, match="user column"):
-        engine.randomize_keyed(data, None, KeyedStreams())
 
 
 def _flaky(df):
@@ -178,13 +343,14 @@ def _flaky(df):
     return df.mapInPandas(flaky, df.schema)
 
 
-def test_retried_task_does_not_change_the_release(engine, records):
+@pytest.mark.slow  # every task run twice (about 40 s on 2 busy cores)
+def test_retried_task_does_not_change_the_release(engine, records, frame):
     """A task that fails on its first attempt is retried by Spark; the per-user samples and randomized items
     are the same as in a run without failures (they depend only on the master secret and the user key)."""
     from userdp.dem import GKRR
     from userdp.metrics import ClusteredMetric
 
-    df, failing = _df(engine, records), _flaky(_df(engine, records))
+    df, failing = frame, _flaky(frame)  # (persons spread over four partitions)
     streams = KeyedStreams()
     a = engine.sample_keyed(engine.load(df, POINTS), 5, streams)
     b = engine.sample_keyed(engine.load(failing, POINTS), 5, streams)
@@ -197,12 +363,8 @@ def test_retried_task_does_not_change_the_release(engine, records):
     assert r1 != _rows(engine.randomize_keyed(engine.load(df, ITEMS, dom), gk, KeyedStreams()))
 
 
-def test_missing_columns(engine, records):
-    with pytest.raises(DataError, match="not found"):
-        engine.load(_df(engine, records), Columns("person", "item"))
-
-
-def test_releases_api_and_cli_on_spark(engine, records, tmp_path, capsys):
+@pytest.mark.slow  # two releases and two CLI runs on Spark (15 s)
+def test_releases_api_and_cli_on_spark(engine, records, frame, tmp_path, capsys):
     """The same releases through the engine= API and the CLI's --engine spark."""
     import json
 
@@ -210,11 +372,10 @@ def test_releases_api_and_cli_on_spark(engine, records, tmp_path, capsys):
     from userdp.cli import main
 
     users, items, lat, lon, _ = records
-    df = _df(engine, records)
-    box = BoxDomain.latlon(40.69, 40.76, -74.01, -73.94)
-    rel = releases.heatmap(df, box, 32, 1.0, engine=engine, rng=1)
+    df = frame
+    rel = releases.heatmap(df, BOX, 32, 1.0, engine=engine, rng=1)
     local = releases.heatmap(
-        UserDataset.from_arrays(users, np.column_stack([lat, lon]), domain=box), box, 32, 1.0, rng=1
+        UserDataset.from_arrays(users, np.column_stack([lat, lon]), domain=BOX), BOX, 32, 1.0, rng=1
     )
     assert np.array_equal(rel.value, local.value)  # same aggregate, same seeded noise
     d1 = releases.distinct(df, 1.0, engine=engine, rng=2)
@@ -252,6 +413,7 @@ def _clustered_files(tmp_path):
     return tmp_path / "d.csv", tmp_path / "domain.csv"
 
 
+@pytest.mark.slow  # two CLI runs on Spark, each reading a CSV (19 s)
 def test_dem_cli_on_spark(engine, tmp_path, capsys):
     import json
 
@@ -267,6 +429,7 @@ def test_dem_cli_on_spark(engine, tmp_path, capsys):
     assert out["unit"] == "km" and 0 < out["estimate"][0] < 30
 
 
+@pytest.mark.slow  # two sampled, randomized CLI runs on Spark (17 s)
 def test_cli_spark_master_comes_from_urandom_and_is_never_shown(engine, tmp_path, capfd, monkeypatch):
     """`userdp freq --engine spark --samples S --json` without --seed: the per-user randomness (sampling and
     GKRR on the executors) is a function of os.urandom(32) alone -- two runs under the same fixed 32-byte
@@ -297,9 +460,10 @@ def test_cli_spark_master_comes_from_urandom_and_is_never_shown(engine, tmp_path
     assert runs[0] == runs[1]
 
 
-def test_equal_sizes_on_spark(engine, records):
+@pytest.mark.slow  # sizes after sampling on Spark (the sizes themselves: default tier)
+def test_equal_sizes_on_spark(engine, records, frame):
     """The bounded releases' size check on executors: the same answer as UserDataset.require_equal_sizes."""
-    data = engine.load(_df(engine, records), ITEMS, FiniteDomain(records[4]))
+    data = engine.load(frame, ITEMS, FiniteDomain(records[4]))
     sizes = engine.user_sizes(data)
     local = UserDataset.from_arrays(np.asarray(records[0]), np.asarray(records[1]))
     assert (sizes.smallest, sizes.largest, sizes.users) == (local.counts().min(), local.counts().max(), local.n_users)
@@ -309,7 +473,8 @@ def test_equal_sizes_on_spark(engine, records):
     assert engine.user_sizes(engine.sample_keyed(data, 3, KeyedStreams())).equal() == 3
 
 
-def test_bucketed_distinct_count_on_the_executors_equals_local(engine, records):
+@pytest.mark.slow  # two bucketed counts and a release on Spark (7 s)
+def test_bucketed_distinct_count_on_the_executors_equals_local(engine, records, frame):
     """The bucketed count summed on the executors equals the in-memory bucketed count (same public buckets,
     same shares), and the release path uses it (no edge list on the driver: a driver limit of 10 edges)."""
     from userdp import releases
@@ -318,7 +483,7 @@ def test_bucketed_distinct_count_on_the_executors_equals_local(engine, records):
 
     users, items, _, _, _ = records
     g_mem = person_element_graph(MemoryEngine().edges(UserDataset.from_arrays(users, items)))
-    data = engine.load(_df(engine, records), ITEMS)
+    data = engine.load(frame, ITEMS)
     for b in (1, 3):
         local = dc_bucketed(g_mem, 12, b)
         spark = engine.bucket_sums(
@@ -331,6 +496,6 @@ def test_bucketed_distinct_count_on_the_executors_equals_local(engine, records):
         )
         assert spark.tolist() == local.tolist()
     limited = SparkEngine(engine.spark, max_edges=10)
-    r1 = releases.distinct(_df(engine, records), 1.0, method="bucketed", n_buckets=3, l_max=12, engine=limited, rng=4)
+    r1 = releases.distinct(frame, 1.0, method="bucketed", n_buckets=3, l_max=12, engine=limited, rng=4)
     r2 = releases.distinct(UserDataset.from_arrays(users, items), 1.0, method="bucketed", n_buckets=3, l_max=12, rng=4)
     assert r1.value == r2.value and r1.extras["bound"] == r2.extras["bound"]

@@ -1,17 +1,27 @@
 """One release, three engines: the same public parameters and the same seed give identical releases in memory,
 in chunks and on Spark (``local[2]``, with a task that fails on its first attempt and is retried). This covers
-the keyed per-user sampling (BoundedEMDReduction) and item randomization (PrivEMDItemWise, frequency)."""
+the keyed per-user sampling (BoundedEMDReduction) and item randomization (PrivEMDItemWise, frequency).
+
+Engines agreeing is not correctness (a bug common to every engine, or to the shared steps they end in, would
+pass), so every release also runs on *recording* engines, which keep what they hand the release -- the
+aggregates, and the keyed streams and parameters the release gave them -- and each of these is checked against
+the brute-force aggregate of the table computed in the test (tests/engines/brute.py): on the memory and chunked
+engines in the default tier, on Spark too (a smoke set of one release per kind of aggregate in the default tier,
+the whole matrix and the retried tasks in the slow tier)."""
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.engines import brute
 from userdp import releases
 from userdp.data import BoxDomain, FiniteDomain
-from userdp.engines import ChunkedEngine
+from userdp.engines import ChunkedEngine, MemoryEngine
 from userdp.metrics import ClusteredMetric, FiniteMetric, GreatCircleMetric
 
 BOX = BoxDomain.latlon(40.69, 40.76, -74.01, -73.94)
@@ -117,58 +127,300 @@ def _same(a, b) -> None:
     assert np.array_equal(_values(a), _values(b))
 
 
-@pytest.mark.parametrize("name", list(RELEASES))
-def test_memory_chunked_and_spark_releases_are_identical(name, tmp_path, spark_engine):
-    from tests.engines.test_spark_engine import _flaky
+# --------------------------------------------------------------------------------------------
+# Recording engines, and each release's aggregates against brute force
+# --------------------------------------------------------------------------------------------
 
+
+class _Recording:
+    """Keeps, for every engine method a release calls, the arguments the release chose (past the data handle)
+    and what the engine returned: ``calls[name] = [(args, result), ...]``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls: dict[str, list] = defaultdict(list)
+
+    def _kept(self, name, result, *args):
+        self.calls[name].append((args, result))
+        return result
+
+    def user_sizes(self, data):
+        return self._kept("user_sizes", super().user_sizes(data))
+
+    def grid_sum(self, data, box, shape, drop_outside=False):
+        return self._kept("grid_sum", super().grid_sum(data, box, shape, drop_outside), box, shape, drop_outside)
+
+    def histogram_sum(self, data, normalize=True):
+        return self._kept("histogram_sum", super().histogram_sum(data, normalize), normalize)
+
+    def per_user_mean(self, data, query):
+        return self._kept("per_user_mean", super().per_user_mean(data, query), query)
+
+    def edges(self, data):
+        return self._kept("edges", super().edges(data))
+
+    def bounded_item_sums(self, data, cap, keep, weights):
+        return self._kept("bounded_item_sums", super().bounded_item_sums(data, cap, keep, weights), cap, keep, weights)
+
+    def key_records(self, data):
+        return self._kept("key_records", super().key_records(data))
+
+    def sample_keyed(self, data, s, streams):
+        return self._kept("sample_keyed", super().sample_keyed(data, s, streams), s, streams)
+
+    def randomize_keyed(self, data, randomizer, streams, m=None):
+        out = super().randomize_keyed(data, randomizer, streams, m)
+        return self._kept("randomize_keyed", out, randomizer, streams, m)
+
+
+class RecordingMemory(_Recording, MemoryEngine):
+    pass
+
+
+class RecordingChunked(_Recording, ChunkedEngine):
+    pass
+
+
+def _one(calls, name):
+    """The arguments and the result of the release's one call of ``name``."""
+    assert len(calls[name]) == 1, (name, len(calls[name]))
+    return calls[name][0]
+
+
+def _sizes(calls, m, n):
+    (_, sizes), = calls["user_sizes"]
+    assert (sizes.smallest, sizes.largest, sizes.users) == (m, m, n)
+
+
+def _check_grid(table, calls):
+    (box, shape, _), got = _one(calls, "grid_sum")
+    pts = np.column_stack([table["lat"].to_numpy(), table["lon"].to_numpy()])
+    assert np.allclose(got, brute.grid_sum(table["user"], pts, box, shape), rtol=0, atol=1e-12)
+
+
+def _words(table):
+    """One record per word of the text column (the words are lower-case letters separated by spaces)."""
+    users = [u for u, t in zip(table["user"].to_pylist(), table["text"].to_pylist(), strict=True) for _ in t.split()]
+    return users, [w for t in table["text"].to_pylist() for w in t.split()]
+
+
+def _check_edges(words: bool):
+    def check(table, calls):
+        users, items = _words(table) if words else (table["user"], table["item"])
+        _, got = _one(calls, "edges")
+        assert sorted(brute.edges_of(got)) == sorted(brute.edges(users, items))
+
+    return check
+
+
+def _check_union(words: bool):
+    def check(table, calls):
+        users, items = _words(table) if words else (table["user"], table["item"])
+        (cap, keep, weights), got = _one(calls, "bounded_item_sums")
+        assert brute.item_sums_of(got) == brute.item_sums(users, items, cap, keep, weights)
+        streams = keep.args[0]  # the release's keep: the definition's positions, from the bounding stream
+        for person, held in brute.by_person(users, items).items():
+            n = len(set(held))
+            if n > cap:
+                assert keep(person, n).tolist() == brute.kept_positions(streams, person, n, cap)
+
+    return check
+
+
+def _check_key_records(table, calls):
+    _, got = _one(calls, "key_records")
+    assert brute.key_records_of(got) == brute.key_records(table["user"], table["item"])
+
+
+def _check_histogram(table, calls):
+    (normalize,), got = _one(calls, "histogram_sum")
+    assert normalize and np.allclose(got, brute.histogram_sum(table["user"], table["item"], LABELS), rtol=0, atol=1e-12)
+
+
+def _check_means(samples: int | None):
+    def check(table, calls):
+        pts = np.column_stack([table["lat"].to_numpy(), table["lon"].to_numpy()])
+        groups = brute.by_person(table["user"], pts)
+        if samples is not None:
+            (s, streams), _ = _one(calls, "sample_keyed")
+            assert s == samples
+            groups = {p: brute.sampled(streams, p, x, s) for p, x in groups.items()}
+            _sizes(calls, samples, len(groups))
+        (query,), got = _one(calls, "per_user_mean")
+        users = [p for p, x in groups.items() for _ in x]
+        _, want = brute.per_user_mean(users, np.array([y for x in groups.values() for y in x]), query)
+        assert np.allclose(got, want, rtol=1e-12, atol=0)
+
+    return check
+
+
+def _check_counts(samples: int | None):
+    def check(table, calls):
+        groups = brute.by_person(table["user"], DOMAIN.encode(table["item"].to_numpy(zero_copy_only=False)))
+        (randomizer, streams, m), _ = _one(calls, "randomize_keyed")
+        if samples is not None:
+            (s, sampling_streams), _ = _one(calls, "sample_keyed")
+            assert s == samples and sampling_streams is streams
+            groups = {p: brute.sampled(streams, p, x, s) for p, x in groups.items()}
+        m_data = {len(x) for x in groups.values()}
+        assert m_data == {m}  # every person randomized under the bound m holds m items
+        _sizes(calls, m, len(groups))
+        (normalize,), got = _one(calls, "histogram_sum")
+        assert not normalize
+        assert got.tolist() == brute.randomized_counts(streams, groups, randomizer, len(LABELS)).tolist()
+
+    return check
+
+
+CHECKS = {
+    "heatmap sparse": _check_grid,
+    "heatmap dense": _check_grid,
+    "distinct": _check_edges(words=False),
+    "distinct, words": _check_edges(words=True),
+    "vocabulary": _check_union(words=False),
+    "vocabulary, words, laplace": _check_union(words=True),
+    "key counts, public keys, bounds by GEM": _check_key_records,
+    "key counts, selected keys, gaussian": _check_key_records,
+    "histogram": _check_histogram,
+    "linear, local": _check_means(None),
+    "linear, central, BoundedEMDReduction": _check_means(5),
+    "itemwise, central": _check_counts(None),
+    "frequency, exponential randomizer on a line metric": _check_counts(4),
+    "frequency, local, BoundedEMDReduction": _check_counts(4),
+}
+assert set(CHECKS) == set(RELEASES)
+
+SPARK_SMOKE = (  # one release per kind of aggregate (the rest of the Spark column is slow)
+    "heatmap sparse",
+    "histogram",
+    "linear, local",
+    "distinct",
+    "vocabulary",
+    "key counts, public keys, bounds by GEM",
+    "itemwise, central",  # keyed randomization and the count histogram (keyed sampling: test_spark_engine.py)
+)
+
+
+@pytest.mark.parametrize("name", list(RELEASES))
+def test_memory_and_chunked_releases_are_identical_and_their_aggregates_right(name, tmp_path):
+    """The release in memory and in many chunks of whole users: identical, and the aggregates each engine handed
+    the release equal the brute-force ones (for the keyed steps, with the streams the release gave the engine)."""
     equal, run = RELEASES[name]
     table = _table(equal)
     path = tmp_path / "t.parquet"
     pq.write_table(table, path, row_group_size=97)
-    memory = run(table, "memory")
-    chunked = run(path, ChunkedEngine(rows_per_chunk=50))  # many chunks of whole users
-    _same(memory, chunked)
-    df = spark_engine.spark.createDataFrame(table.to_pandas()).repartition(3)
-    _same(memory, run(df, spark_engine))
-    _same(memory, run(_flaky(df), spark_engine))  # a retried task recomputes the same rows
+    memory_engine, chunked_engine = RecordingMemory(), RecordingChunked(rows_per_chunk=50)  # many chunks
+    memory = run(table, memory_engine)
+    _same(memory, run(path, chunked_engine))
+    for eng in (memory_engine, chunked_engine):
+        CHECKS[name](table, eng.calls)
     assert not np.array_equal(_values(run(table, "memory", rng=6)), _values(memory))  # not vacuous
     if isinstance(memory.value, dict):
         assert len(memory.value["items" if "items" in memory.value else "keys"]) > 0
 
 
-def test_a_file_s_labels_and_persons_do_not_depend_on_another_person_s_values(tmp_path, spark_engine):
-    """CSV columns of persons and items are read as text when the labels come from the data: one added
-    person holding "abc" must not turn the other persons' "007" into 7 (nor merge persons "007" and "7"),
-    on any engine."""
-    from userdp.engines import ChunkedEngine
+def _spark_params():
+    return [n if n in SPARK_SMOKE else pytest.param(n, marks=pytest.mark.slow) for n in RELEASES]
 
+
+# the Spark column of the matrix: one Spark job or more per aggregate (8-35 s a release on 2 busy cores), so all
+# but the smoke set are slow; the aggregates' correctness on every engine is checked in the default tier above
+@pytest.mark.parametrize("name", _spark_params())
+def test_spark_releases_equal_memory_and_their_aggregates_right(name, spark_engine):
+    """The release on Spark, persons spread over three partitions: the in-memory release, and the aggregates the
+    Spark engine handed the release equal the brute-force ones."""
+    from userdp.engines.spark import SparkEngine
+
+    class RecordingSpark(_Recording, SparkEngine):
+        pass
+
+    equal, run = RELEASES[name]
+    table = _table(equal)
+    spark = RecordingSpark(spark_engine.spark)
+    df = spark_engine.spark.createDataFrame(table.to_pandas()).repartition(3)
+    _same(run(table, "memory"), run(df, spark))
+    CHECKS[name](table, spark.calls)
+
+
+@pytest.mark.slow  # a Spark release per case, each task run twice (8-35 s a release on 2 busy cores)
+@pytest.mark.parametrize("name", list(RELEASES))
+def test_a_retried_spark_task_recomputes_the_same_release(name, spark_engine):
+    """A task that fails on its first attempt is retried by Spark; the release is the in-memory one (the keyed
+    per-user draws depend only on the master secret and the person's key)."""
+    from tests.engines.test_spark_engine import _flaky
+
+    equal, run = RELEASES[name]
+    table = _table(equal)
+    df = spark_engine.spark.createDataFrame(table.to_pandas()).repartition(3)
+    _same(run(table, "memory"), run(_flaky(df), spark_engine))
+
+
+def _typing_engines(spark_engine=None) -> list:
+    """The recording memory and chunked engines, or the recording Spark engine on the shared session."""
+    if spark_engine is None:
+        return [RecordingMemory(), RecordingChunked(rows_per_chunk=37)]
+    from userdp.engines.spark import SparkEngine
+
+    class RecordingSpark(_Recording, SparkEngine):
+        pass
+
+    return [RecordingSpark(spark_engine.spark)]
+
+
+def _labels_and_persons_are_text(tmp_path, engines):
     rows = [("007", "007")] * 50 + [("7", "007")] * 50 + [(str(u), "007") for u in range(100)]
     for extra in ([], [("x", "abc")]):
         path = tmp_path / f"t{len(extra)}.csv"
         path.write_text("user,key\n" + "".join(f"{u},{k}\n" for u, k in rows + extra))
-        for eng in ("memory", ChunkedEngine(rows_per_chunk=37), spark_engine):
-            rel = releases.key_counts(path, 1.0, user="user", key="key", keys=["007", "7"], bounds=(1, 1), engine=eng,
-                                      rng=1)  # fmt: skip
+        want = brute.key_records(*zip(*(rows + extra), strict=True))  # persons and keys as the file's text
+        assert want[("007", "007")] == 50 and want[("7", "007")] == 51 and len(want) == 101 + len(extra)  # 101 holders
+        for eng in engines:  # the release's defaults: bounds chosen by GEM
+            rel = releases.key_counts(path, 1.0, user="user", key="key", keys=["007", "7"], engine=eng, rng=1)
             assert list(rel.value["keys"]) == ["007", "7"]
-            assert abs(rel.value["counts"][0] - 101) < 25 and abs(rel.value["counts"][1]) < 25  # 101 persons hold 007
+            assert brute.key_records_of(eng.calls["key_records"][-1][1]) == want, eng.name
 
 
-def test_a_file_s_persons_are_text_for_points_and_declared_domains(tmp_path, spark_engine):
-    """Also with points in a public box and with a declared item domain, the person column of a CSV is text:
-    persons "007" and "7" stay two persons whether or not another person's id is "abc"; a declared domain's
-    labels (given as integers) match the file's items as text."""
-    from userdp.engines import ChunkedEngine, Columns, get_engine
+def test_a_file_s_labels_and_persons_do_not_depend_on_another_person_s_values(tmp_path):
+    """CSV columns of persons and items are read as text when the labels come from the data: one added
+    person holding "abc" must not turn the other persons' "007" into 7 (nor merge persons "007" and "7"):
+    the records per person and key the release counts are those of the file's text, in memory and in chunks."""
+    _labels_and_persons_are_text(tmp_path, _typing_engines())
+
+
+@pytest.mark.slow  # the Spark column of the test above (a CSV read and two Spark jobs per file)
+def test_a_file_s_labels_and_persons_do_not_depend_on_another_person_s_values_on_spark(tmp_path, spark_engine):
+    """As above, on Spark."""
+    _labels_and_persons_are_text(tmp_path, _typing_engines(spark_engine))
+
+
+def _points_and_domains_are_text(tmp_path, engines):
+    from userdp.engines import Columns
 
     dom = FiniteDomain(np.array([7, 8]))
     for extra in ("", "abc,8,40.71,-73.99\n"):
         path = tmp_path / f"p{len(extra)}.csv"
         path.write_text("user,item,lat,lon\n007,7,40.70,-74.0\n7,8,40.72,-73.98\n" + extra)
-        for eng in (get_engine("memory"), ChunkedEngine(rows_per_chunk=1), spark_engine):
+        for eng in engines:
             points = eng.load(path, Columns("user", points=("lat", "lon")), BOX)
             assert eng.user_sizes(points).users == 2 + bool(extra), eng.name
             items = eng.load(path, Columns("user", item="item"), dom)
             hist = eng.histogram_sum(items, normalize=False)
             assert hist.tolist() == [1, 1 + bool(extra)], eng.name
+
+
+def test_a_file_s_persons_are_text_for_points_and_declared_domains(tmp_path):
+    """Also with points in a public box and with a declared item domain, the person column of a CSV is text:
+    persons "007" and "7" stay two persons whether or not another person's id is "abc"; a declared domain's
+    labels (given as integers) match the file's items as text."""
+    from userdp.engines import ChunkedEngine, get_engine
+
+    _points_and_domains_are_text(tmp_path, [get_engine("memory"), ChunkedEngine(rows_per_chunk=1)])
+
+
+@pytest.mark.slow  # the Spark column of the test above (four Spark jobs per file)
+def test_a_file_s_persons_are_text_for_points_and_declared_domains_on_spark(tmp_path, spark_engine):
+    """As above, on Spark."""
+    _points_and_domains_are_text(tmp_path, [spark_engine])
 
 
 def test_a_float_person_id_is_refused_on_every_engine(tmp_path, spark_engine):

@@ -40,7 +40,22 @@ def test_a_source_that_changes_between_passes_is_refused():
         per_user = 2 if len(calls) <= 2 else 40
         yield pa.table({"user": np.repeat(np.arange(50), per_user), "item": np.resize(["a", "b", "c"], 50 * per_user)})
 
-    with pytest.raises(DataError):
+    with pytest.raises(DataError, match="public number of items"):
+        releases.itemwise(stream, SPACE, DOMAIN, 4.0, model="central", delta=1e-6, engine=ChunkedEngine(1000), rng=1)
+
+
+def test_a_stream_that_gains_persons_between_passes_is_refused():
+    """Every person holds m = 2 items in both passes, but 50 persons when the sizes (and the public n of the
+    central model) are read and 60 when the items are randomized: the counts then hold more persons than the
+    guarantee was computed for, and the release refuses."""
+    calls = []
+
+    def stream():
+        calls.append(1)
+        n = 50 if len(calls) <= 2 else 60
+        yield pa.table({"user": np.repeat(np.arange(n), 2), "item": np.resize(["a", "b", "c"], 2 * n)})
+
+    with pytest.raises(DataError, match="changed while it was read"):
         releases.itemwise(stream, SPACE, DOMAIN, 4.0, model="central", delta=1e-6, engine=ChunkedEngine(1000), rng=1)
 
 
@@ -49,3 +64,20 @@ def test_a_dataset_with_another_domain_is_refused():
     with pytest.raises(DataError, match="not the declared one"):
         releases.histogram(ds, DOMAIN, 1.0, rng=1)  # the release would be labelled with DOMAIN's 4 items
     assert releases.histogram(ds, ds.domain, 1.0, rng=1).value.shape == (3,)
+
+
+def test_a_stream_whose_persons_grow_between_passes_is_refused():
+    """The same total in both passes, so only the size check of the randomizing pass can see it: 60 persons of
+    2 items when the sizes are counted (m = 2), 40 persons of 3 items when the items are randomized. Each
+    person would contribute 3 items under m = 2's guarantee; the release must refuse (it checks that every
+    person holds exactly m, not only at most or at least m)."""
+    calls = []
+
+    def stream():
+        calls.append(1)
+        n, per_user = (60, 2) if len(calls) <= 2 else (40, 3)
+        yield pa.table({"user": np.repeat(np.arange(n), per_user), "item": np.resize(["a", "b", "c"], n * per_user)})
+
+    with pytest.raises(DataError, match="public number of items"):
+        releases.itemwise(stream, SPACE, DOMAIN, 4.0, model="central", delta=1e-6, engine=ChunkedEngine(1000), rng=1)
+    assert len(calls) >= 3  # the randomizing pass read the grown persons

@@ -4,15 +4,315 @@ from __future__ import annotations
 
 from . import Mutant
 
+_CHUNKED = "tests/engines/test_chunked_engine.py"
+_MEMORY = "tests/engines/test_memory_engine.py"
+_KEYED = "tests/engines/test_keyed_batches.py"
+_SPARK = "tests/engines/test_spark_engine.py"
+_GUARDS = "tests/releases/test_release_guards.py"
+
 MUTANTS: list[Mutant] = [
+    # -- the chunked engine: whole users per chunk ----------------------------------------------------
     Mutant(
         "chunked-contiguity-off-by-one",
         "engine-bounding",
         "engines/chunked.py",
         "monotone = bool(keys[0] > self.top)",
         "monotone = bool(keys[0] >= self.top)",
-        ("tests/engines/test_chunked_engine.py",),
+        (
+            f"{_CHUNKED}::test_seen_users_refuse_a_chunk_starting_with_the_last_key",
+            f"{_CHUNKED}::test_a_person_split_over_two_chunks_is_refused_or_counted_once",
+        ),
         "a user whose rows are split across two chunks, the second starting with that user, is accepted: "
         "their contribution is counted twice (twice the sensitivity)",
+    ),
+    Mutant(
+        "chunked-carry-off-by-one",
+        "engine-bounding",
+        "engines/chunked.py",
+        "start = int(other[-1]) + 1 if other.size else 0",
+        "start = int(other[-1]) if other.size else 0",
+        (f"{_CHUNKED}::test_every_chunking_keeps_each_person_whole",),
+        "the carry to the next chunk takes the previous user's last row with the last user: every file of "
+        "grouped users is split (refused), or, were the contiguity check also off, counted twice",
+    ),
+    Mutant(
+        "chunked-seen-runs-off-by-one",
+        "engine-bounding",
+        "engines/chunked.py",
+        "n = hi - lo + 1",
+        "n = hi - lo",
+        (f"{_CHUNKED}::test_seen_users_kept_as_runs_still_refuse_a_user_seen_before",),
+        "users kept as runs of consecutive keys forget each run's last key: a user whose rows come back in a "
+        "later chunk is accepted as a new user (two contributions)",
+    ),
+    Mutant(
+        "chunked-user-sizes-first-chunk",
+        "engine-bounding",
+        "engines/chunked.py",
+        "lo = int(c.min()) if lo is None else min(lo, int(c.min()))",
+        "lo = int(c.min()) if lo is None else lo",
+        (f"{_CHUNKED}::test_chunked_user_sizes_see_the_smallest_person_in_any_chunk",),
+        "the smallest user size is read off the first chunk only: a bounded release (m public) goes ahead on "
+        "users of different sizes when the smaller one comes later",
+    ),
+    # -- the in-memory engine: grouping rows by user, edges, key records --------------------------------------
+    Mutant(
+        "memory-group-runs-when-any-pair-is-sorted",
+        "engine-bounding",
+        "data.py",
+        "bool(np.all(users[1:] >= users[:-1]))",
+        "bool(np.any(users[1:] >= users[:-1]))",
+        (f"{_MEMORY}::test_memory_engine_groups_a_person_s_rows_wherever_they_lie",),
+        "rows not sorted by user are grouped in runs: a user whose rows come back later becomes a second user "
+        "(a second distribution of mass 1, twice the sensitivity)",
+        (4,),
+    ),
+    Mutant(
+        "dedupe-runs-never-marks",
+        "engine-bounding",
+        "data.py",
+        "                seen[c] = u\n",
+        "",
+        ("tests/test_data.py::test_dedupe_equals_the_unique_of_user_item_pairs",),
+        "the sets of person-element edges keep repeated items: a person holding an element twice counts twice "
+        "toward the distinct count and the set union",
+        (4,),
+    ),
+    Mutant(
+        "memory-edges-grouped-not-deduped",
+        "engine-bounding",
+        "engines/base.py",
+        "return UserDataset(offsets, items, keys[keep], domain).dedupe()",
+        "return UserDataset(offsets, items, keys[keep], domain)",
+        (f"{_MEMORY}::test_edges_are_the_distinct_person_item_pairs",),
+        "a dataset grouped by person gives edges with repeats: a person's repeated item counts several times in "
+        "the distinct count",
+    ),
+    Mutant(
+        "edges-from-pairs-not-deduped",
+        "engine-bounding",
+        "engines/base.py",
+        "return UserDataset(offsets, codes[order], keys, domain).dedupe()",
+        "return UserDataset(offsets, codes[order], keys, domain)",
+        (f"{_MEMORY}::test_edges_are_the_distinct_person_item_pairs",),
+        "edges read from records (tables, chunks, Spark) keep repeats: a person's repeated item counts several "
+        "times in the distinct count",
+        (4,),
+    ),
+    Mutant(
+        "memory-edges-repeated-ids-taken-for-grouped",
+        "engine-bounding",
+        "engines/base.py",
+        "grouped = bool(np.all(keys[:-1] < keys[1:])) if keys.size > 1 else True",
+        "grouped = bool(np.all(keys[:-1] <= keys[1:])) if keys.size > 1 else True",
+        (f"{_MEMORY}::test_edges_are_the_distinct_person_item_pairs",),
+        "a dataset whose person ids repeat is taken for grouped: one person on two rows becomes two persons of "
+        "the distinct count (twice the sensitivity)",
+    ),
+    Mutant(
+        "key-records-multiplicities-dropped",
+        "engine-bounding",
+        "engines/base.py",
+        "np.bincount(inv.ravel(), weights=np.asarray(mult, dtype=np.float64), minlength=pair.size)",
+        "np.bincount(inv.ravel(), minlength=pair.size)",
+        (f"{_CHUNKED}::test_key_records_in_chunks_add_up_a_person_s_records_of_a_key",),
+        "records per (person, key) aggregated in chunks or on Spark count as one: the per-key counts and the "
+        "bounds chosen from them are wrong on every engine but memory",
+    ),
+    Mutant(
+        "key-records-pair-code-collision",
+        "engine-bounding",
+        "engines/base.py",
+        "n_lab = max(1, len(domain))",
+        "n_lab = max(1, len(domain) - 1)",
+        (f"{_MEMORY}::test_key_records_add_up_a_person_s_records_of_a_key",),
+        "(person, key) pairs coded with one slot too few collide: one person's records of its last key are "
+        "given to the next person",
+        (4,),
+    ),
+    Mutant(
+        "dataset-sample-never-the-last-item",
+        "sampler",
+        "data.py",
+        "highs = np.repeat(counts, s)",
+        "highs = np.repeat(counts - 1, s)",
+        ("tests/test_data.py::test_sampling_with_replacement",),
+        "BoundedEMDReduction's sampling with replacement never draws a user's last item (and fails on users of "
+        "one item): the sampled multisets are not the law the reduction's guarantee assumes",
+    ),
+    Mutant(
+        "dataset-sample-without-replacement-keeps-one-more",
+        "contribution-bound",
+        "data.py",
+        "keep = order[rank < s]",
+        "keep = order[rank <= s]",
+        ("tests/test_data.py::test_sampling_without_replacement",),
+        "sampling without replacement keeps s + 1 items of a user: one item more than the bound",
+    ),
+    # -- bounded_item_sums_of: at most cap items per person, chosen by the person's keyed stream ---------------
+    Mutant(
+        "bounded-items-cap-off-by-one",
+        "contribution-bound",
+        "engines/base.py",
+        "for u in np.flatnonzero(deg > cap):",
+        "for u in np.flatnonzero(deg > cap + 1):",
+        (f"{_MEMORY}::test_bounded_item_sums_equal_the_definition",),
+        "a person holding cap + 1 items keeps all of them: one item more than the set union's sensitivity allows",
+        (4,),
+    ),
+    Mutant(
+        "bounded-items-keyed-by-position",
+        "keyed-purpose",
+        "engines/base.py",
+        "keep(sets.user_ids[u], int(hi - lo))",
+        "keep(u, int(hi - lo))",
+        (f"{_CHUNKED}::test_bounded_item_sums_in_chunks_equal_the_definition",),
+        "the kept items are drawn from the stream of the person's position instead of its key: persons at the "
+        "same position of different chunks or partitions share a stream, and engines keep different items",
+        (6,),
+    ),
+    Mutant(
+        "bounded-items-weights-of-held-count",
+        "contribution-bound",
+        "engines/base.py",
+        "k = np.minimum(deg, cap)",
+        "k = deg",
+        (f"{_MEMORY}::test_bounded_item_sums_equal_the_definition",),
+        "the weights of a person above the bound are those of all its items, not of the kept ones: the "
+        "weighted union's sums and threshold no longer match its calibration",
+        (4,),
+    ),
+    # -- keyed per-user draws: the person's key, the purpose, the bound m -------------------------------------
+    Mutant(
+        "memory-sample-keyed-by-position",
+        "keyed-purpose",
+        "engines/memory.py",
+        "batch = streams.batch(ds.user_ids, SAMPLE_PURPOSE)",
+        "batch = streams.batch(np.arange(ds.n_users), SAMPLE_PURPOSE)",
+        (f"{_KEYED}::test_each_keyed_step_reads_the_person_s_own_stream_for_its_own_purpose",),
+        "samples drawn from the stream of the user's position: users at the same position of different chunks "
+        "or partitions draw the same samples, and a retried task on a re-ordered partition others",
+        (6,),
+    ),
+    Mutant(
+        "memory-randomize-with-sampling-purpose",
+        "keyed-purpose",
+        "engines/memory.py",
+        "batch = streams.batch(ds.user_ids, RANDOMIZE_PURPOSE)",
+        "batch = streams.batch(ds.user_ids, SAMPLE_PURPOSE)",
+        (f"{_KEYED}::test_each_keyed_step_reads_the_person_s_own_stream_for_its_own_purpose",),
+        "the randomization reads the words the sampling already used: a user's samples and randomized items are "
+        "correlated, and the randomizer's guarantee assumes fresh randomness",
+        (4, 6),
+    ),
+    Mutant(
+        "memory-randomize-m-at-least",
+        "contribution-bound",
+        "engines/memory.py",
+        "ds.require_equal_sizes() != m",
+        "ds.require_equal_sizes() < m",
+        (f"{_GUARDS}::test_a_stream_whose_persons_grow_between_passes_is_refused",),
+        "users holding more than the public m are randomized under m's guarantee (each contributes more "
+        "items than the bound)",
+    ),
+    # -- sums of per-user distributions: a user's mass split by its size ----------------------------------------
+    Mutant(
+        "count-table-dropped-rows-counted",
+        "engine-bounding",
+        "engines/base.py",
+        "dropped = bool(bins.size and bins.min() < 0)",
+        "dropped = bool(bins.size and bins.min() < -1)",
+        (f"{_MEMORY}::test_grid_sum_counts_each_person_s_points_inside_the_box",),
+        "a user's size counts its points outside the box: users with points outside get less than mass 1",
+    ),
+    Mutant(
+        "sparse-grid-size-counts-dropped-rows",
+        "engine-bounding",
+        "engines/base.py",
+        "size = np.bincount(users[kept], minlength=offsets.size - 1)",
+        "size = np.bincount(users, minlength=offsets.size - 1)",
+        (f"{_MEMORY}::test_grid_sum_counts_each_person_s_points_inside_the_box",),
+        "on a large grid a user's size counts its points outside the box: users with points outside get less "
+        "than mass 1",
+    ),
+    Mutant(
+        "user-means-divided-by-n-minus-1",
+        "sensitivity",
+        "engines/base.py",
+        "_fsum_segments(offsets, np.ascontiguousarray(v2[:, j])) / counts",
+        "_fsum_segments(offsets, np.ascontiguousarray(v2[:, j])) / np.maximum(counts - 1, 1)",
+        (
+            "tests/releases/test_engines_agree.py::"
+            "test_memory_and_chunked_releases_are_identical_and_their_aggregates_right[linear, local]",
+        ),
+        "every engine divides a user's sum by its size minus one (the 'unbiased' habit): a user's mean leaves the "
+        "query's range and its sensitivity (Lipschitz bound / n) no longer holds; memory, chunks and Spark agree",
+        (4,),
+    ),
+    # -- Spark: per-user steps on the executors ----------------------------------------------------------
+    Mutant(
+        "spark-per-user-steps-not-grouped",
+        "engine-bounding",
+        "engines/spark.py",
+        "return data.df.repartition(user).sortWithinPartitions(user).mapInPandas(run, schema)",
+        "return data.df.sortWithinPartitions(user).mapInPandas(run, schema)",
+        (f"{_SPARK}::test_per_user_aggregates_gather_a_person_s_rows_from_every_partition",),
+        "the per-user steps run on each partition as it is: a user whose rows lie in several partitions is "
+        "bounded, normalized and randomized once per partition (one contribution per partition)",
+        (5,),
+    ),
+    Mutant(
+        "spark-carry-off-by-one",
+        "engine-bounding",
+        "engines/spark.py",
+        "cut = int(other[-1]) + 1 if other.size else 0",
+        "cut = int(other[-1]) if other.size else 0",
+        (f"{_SPARK}::test_per_user_aggregates_gather_a_person_s_rows_from_every_partition",),
+        "an executor's batch keeps the previous user's last row with the carried user: that user is split into "
+        "two datasets (two contributions)",
+        (5,),
+    ),
+    Mutant(
+        "spark-carry-appended-after-the-batch",
+        "engine-bounding",
+        "engines/spark.py",
+        "pdf = pd.concat([carry, pdf], ignore_index=True)",
+        "pdf = pd.concat([pdf, carry], ignore_index=True)",
+        (f"{_SPARK}::test_per_user_aggregates_gather_a_person_s_rows_from_every_partition",),
+        "the user carried from one Arrow batch to the next is put after the next batch's rows: its rows there "
+        "are cut off from the carried ones, and the user is split in two (right while a partition fits one batch)",
+        (5,),
+    ),
+    Mutant(
+        "spark-count-tables-merged-by-max",
+        "engine-bounding",
+        "engines/spark.py",
+        'F.sum("_count").alias("_count")',
+        'F.max("_count").alias("_count")',
+        (f"{_SPARK}::test_per_user_aggregates_gather_a_person_s_rows_from_every_partition",),
+        "the partitions' count tables are merged keeping the largest count instead of the sum: right on one "
+        "partition, wrong on several",
+        (5,),
+    ),
+    Mutant(
+        "spark-user-sizes-min-is-max",
+        "engine-bounding",
+        "engines/spark.py",
+        'F.min("count").alias("lo")',
+        'F.max("count").alias("lo")',
+        (f"{_SPARK}::test_per_user_aggregates_gather_a_person_s_rows_from_every_partition",),
+        "the smallest user size is the largest: a bounded release accepts users of different sizes on Spark",
+    ),
+    Mutant(
+        "spark-bounding-keyed-by-text",
+        "keyed-purpose",
+        "engines/spark.py",
+        'd = data.df.select(user, F.col(item).cast("string").alias(item)).distinct()\n        names',
+        'd = data.df.select(F.col(user).cast("string").alias(user), F.col(item).cast("string").alias(item))'
+        ".distinct()\n        names",
+        (f"{_SPARK}::test_bounded_item_sums_on_spark_equal_the_definition",),
+        "on Spark the set union's kept items are drawn from the stream of the user key's text ('7', not 7): "
+        "other items than every other engine keeps, so the engines' releases differ",
+        (6,),
     ),
 ]

@@ -165,8 +165,10 @@ def _batches(source: Any, columns: Sequence[str], rows: int, text: Sequence[str]
                         ),
                     )
                 check_columns(columns, reader.schema.names, "file")
-                for batch in reader:
-                    yield batch.select(list(columns)) if hasattr(batch, "select") else batch
+                for batch in reader:  # blocks of the reader's size (about 1 MB), cut to at most `rows` rows
+                    batch = batch.select(list(columns)) if hasattr(batch, "select") else batch
+                    for start in range(0, batch.num_rows, rows):
+                        yield batch.slice(start, rows)
             return
     except READ_ERRORS as exc:
         # the parser's own message can quote rows of the file: only its kind is reported
