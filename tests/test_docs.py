@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 README_COMMANDS = [
-    "python3 -m pip install -e . && userdp demo                       # main job",
-    'python3 -m pip install -e ".[test]" && python3 -m pytest          # tests',
+    "python3 -m pip install -e . && userdp demo                        # main job",
+    'python3 -m pip install -e ".[test]" && python3 -m pytest -n auto  # tests',
 ]
 
 
@@ -57,7 +57,7 @@ def test_readme_starts_with_the_two_commands():
     first_block = re.search(r"```bash\n(.*?)```", text, re.S)
     assert first_block and text.index(first_block.group(0)) < 400, "the two commands come first"
     assert first_block.group(1).splitlines() == README_COMMANDS
-    assert re.search(r"pytest\s+# tests$", first_block.group(1), re.M)
+    assert re.search(r"pytest -n auto\s+# tests$", first_block.group(1), re.M)
 
 
 def test_readme_links_resolve():
