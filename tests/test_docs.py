@@ -157,7 +157,8 @@ def _outputs() -> dict[str, Callable]:
         "gaussian_mechanism([10.0], l2_sensitivity=1.0, epsilon=4.0, delta=1e-9, rng=7)": _check_gaussian_seeded,
         # guarantees
         "g.at_distance(0.008)": lambda v, env: v == pytest.approx((0.2, 1e-9)) or pytest.fail(str(v)),
-        "g.user_level_dp()": lambda v, env: v == ApproxDP(25.0, 1e-9, Neighbours.REPLACE_USER) or pytest.fail(repr(v)),
+        "g.user_level_dp()": lambda v, env: v == ApproxDP(25.0, 1e-9, Neighbours.REPLACE_USER_SAME_SIZE)
+        or pytest.fail(repr(v)),
         # three steps of group privacy: (3 eps, delta (1 + e^eps + e^(2 eps)))
         # "0.5-DP for replace one user's data"
         "s.remaining()": lambda v, env: v == PureDP(0.5, neighbours=Neighbours.REPLACE_USER) or pytest.fail(repr(v)),

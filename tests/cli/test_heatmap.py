@@ -38,7 +38,6 @@ def test_heatmap_json(points, tmp_path, capsys, algorithm):
 @pytest.mark.parametrize(
     "extra,msg",
     [
-        (["--bbox", "40.72,-74.01,40.76,-73.94"], "outside"),
         (["--bbox", "40.69,-74.01"], "MINLAT"),
         (["--bbox", "40.69,-74.01,40.76,-73.94", "--resolution", "0"], "--resolution"),
         (["--bbox", "40.69,-74.01,40.76,-73.94", "--grid", "3y4"], "ROWSxCOLS"),
@@ -49,6 +48,17 @@ def test_heatmap_json(points, tmp_path, capsys, algorithm):
 def test_heatmap_refusals(points, tmp_path, capsys, extra, msg):
     assert main(cli_argv.heatmap(points, "--epsilon", "1", "--out", str(tmp_path / "x.png"), *extra)) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_points_outside_the_box_are_dropped_and_the_output_says_so(points, tmp_path, capsys):
+    """A box that leaves some points out is released, not refused (a refusal would depend on the data): the
+    points outside are dropped user by user, and the output says so, with no count."""
+    argv = cli_argv.heatmap(points, "--bbox", "40.72,-74.01,40.76,-73.94", "--epsilon", "1", "--seed", "1")
+    assert main([*argv, "--out", str(tmp_path / "x.png"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["outside"].startswith("points outside the public box are dropped")
+    assert main([*argv, "--out", str(tmp_path / "y.png")]) == 0
+    assert "points outside the public box are dropped" in capsys.readouterr().out
 
 
 def test_unwritable_output_spends_no_budget_and_a_refused_charge_writes_nothing(points, tmp_path, capsys):

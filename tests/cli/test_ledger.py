@@ -143,11 +143,18 @@ def test_an_old_multi_budget_ledger_is_refused_with_how_to_recreate_it(tmp_path,
 
 
 def test_charge_converts_demd_releases_to_the_ledger_relation(tmp_path, capsys):
+    """A bounded local d_EM-DP release (users of equal sizes) costs its guarantee at d_EM = 1 under a ledger for
+    two inputs of one user of the same size; a ledger for any two inputs refuses it (the qualifier is kept)."""
     ledger = tmp_path / "ledger.json"
-    assert _init(capsys, ledger, "local:3:1e-6") == 0
+    assert _init(capsys, ledger, "local-same-size:3:1e-6") == 0
     cli_ledger.charge(argparse.Namespace(ledger=str(ledger), command="itemwise"), EMDMetricDP(2.0, 1e-8), "gkrr")
     (entry,) = json.loads(ledger.read_text())["entries"]
-    assert entry["cost"] == {"kind": "ApproxDP", "epsilon": 2.0, "delta": 1e-8, "neighbours": LOCAL.value}
+    assert entry["cost"] == {"kind": "ApproxDP", "epsilon": 2.0, "delta": 1e-8,
+                             "neighbours": Neighbours.TWO_INPUTS_SAME_SIZE.value}  # fmt: skip
+    assert _init(capsys, tmp_path / "any.json", "local:3:1e-6") == 0
+    with pytest.raises(BudgetExceededError, match="same number of items"):
+        cli_ledger.charge(argparse.Namespace(ledger=str(tmp_path / "any.json"), command="itemwise"),
+                          EMDMetricDP(2.0, 1e-8), "gkrr")  # fmt: skip
 
 
 def test_the_ledger_records_command_input_time_and_parameters(tmp_path, capsys, reviews):
@@ -249,19 +256,19 @@ def _argv(command: str, data: Path, domain: Path, out: Path) -> list[str]:
 def test_every_releasing_command_charges_what_it_released(command, tmp_path, capsys, table):
     """Every command that releases data charges the ledger exactly once, with the guarantee it printed (the
     release's own), at that guarantee's cost under the ledger's relation: for add/remove ``(e, d)`` under
-    replace, ``(2 e, (1 + e^e) d)`` (group privacy of two steps, computed here); a command that skipped its
-    charge, or charged another guarantee than it released, fails."""
+    replacing one user's data by data of the same size, ``(2 e, (1 + e^e) d)`` (group privacy of two steps,
+    computed here); a command that skipped its charge, or charged another guarantee than it released, fails."""
     from userdp.privacy import guarantee_from_dict
 
     data, domain = table
     ledger = tmp_path / "ledger.json"
-    assert _init(capsys, ledger, "replace:100:0.01") == 0
+    assert _init(capsys, ledger, "replace-same-size:100:0.01") == 0  # (accepts bounded d_EM releases too)
     assert main(_argv(command, data, domain, tmp_path) + ["--json", "--seed", "2", "--ledger", str(ledger)]) == 0
     printed = json.loads(capsys.readouterr().out)["guarantee"]
     (entry,) = json.loads(ledger.read_text())["entries"]
     delivered, cost = guarantee_from_dict(entry["guarantee"]), guarantee_from_dict(entry["cost"])
     assert delivered.describe() == printed and entry["label"] == command
-    assert cost.neighbours == REPLACE
+    assert cost.neighbours == Neighbours.REPLACE_USER_SAME_SIZE
     expected = _RELEASES[command][1]
     if expected is not None:  # user-level DP for add/remove: the guarantee asked for, at its group-privacy cost
         assert delivered == expected

@@ -134,7 +134,7 @@ def test_run_checks_the_returned_guarantee():
 
 
 def test_save_and_load_keep_each_release_and_its_cost(tmp_path):
-    s = Session(ApproxDP(4.0, 1e-6, REPLACE))
+    s = Session(ApproxDP(4.0, 1e-6, Neighbours.REPLACE_USER_SAME_SIZE))  # (the d_EM release below is bounded)
     s.charge(ApproxDP(0.5, 1e-8, AR), "heatmap", "dp_sparse_emd_agg")
     s.charge(EMDMetricDP(1.0, 1e-9), "itemwise", "priv_emd_itemwise")
     path = tmp_path / "ledger.json"

@@ -26,6 +26,7 @@ from userdp.privacy import (
 )
 
 AR, REPLACE, LOCAL = Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER, Neighbours.ANY_TWO_INPUTS
+REPLACE_SAME, LOCAL_SAME = Neighbours.REPLACE_USER_SAME_SIZE, Neighbours.TWO_INPUTS_SAME_SIZE
 
 
 def _group(eps: float, delta: float, k: int) -> tuple[float, float]:
@@ -63,7 +64,8 @@ def test_metric_dp_per_distance_and_user_level():
     g = EMDMetricDP(25.0, 1e-9, model=Model.CENTRAL)
     assert g.at_distance(0.008) == (pytest.approx(0.2), 1e-9)
     ul = g.user_level_dp()
-    assert ul.epsilon == 25.0 and ul.delta == 1e-9 and ul.neighbours is Neighbours.REPLACE_USER
+    assert ul.epsilon == 25.0 and ul.delta == 1e-9 and ul.neighbours is REPLACE_SAME  # bounded: same sizes only
+    assert "by data of the same size" in ul.describe()
     local = EMDMetricDP(2.0)
     assert isinstance(local.user_level_dp(0.5), PureDP) and local.user_level_dp(0.5).epsilon == 1.0
     curved = EMDMetricDP(10.0, curve=lambda d: (min(10 * d, 3.0), 0.0))
@@ -240,13 +242,15 @@ def test_conversions_that_are_not_valid_are_refused_with_the_reason(release, bud
 
 def test_demd_releases_cost_their_user_level_guarantee_at_distance_one():
     replace, local = PureDP(100.0, neighbours=REPLACE), PureDP(100.0, neighbours=LOCAL)
+    same = PureDP(100.0, neighbours=REPLACE_SAME)
     central = EMDMetricDP(25.0, 1e-9, model=Model.CENTRAL)
-    assert convert_to_budget(central, replace) == ApproxDP(25.0, 1e-9, REPLACE)
-    local_emd = EMDMetricDP(2.0)
+    assert convert_to_budget(central, same) == ApproxDP(25.0, 1e-9, REPLACE_SAME)
+    local_emd = EMDMetricDP(2.0, bounded=False)
     assert convert_to_budget(local_emd, local) == PureDP(2.0, neighbours=LOCAL)
     assert convert_to_budget(local_emd, replace) == PureDP(2.0, neighbours=REPLACE)
+    assert convert_to_budget(EMDMetricDP(2.0), same) == PureDP(2.0, neighbours=REPLACE_SAME)
     curved = EMDMetricDP(10.0, model=Model.CENTRAL, curve=lambda d: (min(10 * d, 3.0), 0.0))
-    assert convert_to_budget(curved, replace) == PureDP(3.0, neighbours=REPLACE)
+    assert convert_to_budget(curved, same) == PureDP(3.0, neighbours=REPLACE_SAME)
     # discrete: ceil(1 / r) = 4 steps of group privacy
     discrete = DiscreteEMDDP(0.5, 1e-8, r=0.25, model=Model.CENTRAL)
     eps4, delta4 = _group(0.5, 1e-8, 4)
@@ -257,6 +261,48 @@ def test_demd_releases_cost_their_user_level_guarantee_at_distance_one():
     assert convert_to_budget(DiscreteEMDDP(0.5, 0.0, r=1.0), replace) == PureDP(0.5, neighbours=REPLACE)
     with pytest.raises(BudgetExceededError, match="delta reaches 1"):
         convert_to_budget(DiscreteEMDDP(2.0, 0.01, r=0.1, model=Model.CENTRAL), replace)
+
+
+def test_a_bounded_guarantee_keeps_its_same_size_qualifier_through_every_conversion():
+    """Issue 33: a bounded (equal-sizes) d_EM-DP guarantee read at d_EM = 1 protects only two datasets in which
+    the user holds the same number of items. Its user-level guarantee says so, in its relation and in
+    describe(); it is charged to a budget for replacing a user's data by data of the same size, never to one
+    for replacing it by any data (nor to a local budget for any two inputs). Every pair of relations, from the
+    definitions: a budget's pairs must all be pairs of the release's relation (cost: its epsilon), or two
+    add/remove steps (group privacy), or the charge is refused."""
+    covers = {  # budget relation -> the release relations whose pairs include all of its pairs
+        AR: {AR},
+        REPLACE: {REPLACE, LOCAL},
+        REPLACE_SAME: {REPLACE_SAME, REPLACE, LOCAL, LOCAL_SAME},
+        LOCAL: {LOCAL},
+        LOCAL_SAME: {LOCAL, LOCAL_SAME},
+    }
+    for budget_nb, ok in covers.items():
+        budget = ApproxDP(100.0, 0.5, budget_nb)
+        for release_nb in covers:
+            release = ApproxDP(0.5, 1e-6, release_nb)
+            if release_nb in ok:
+                assert convert_to_budget(release, budget) == ApproxDP(0.5, 1e-6, budget_nb)
+            elif release_nb is AR and budget_nb in (REPLACE, REPLACE_SAME):  # remove, then add back
+                e, d = _group(0.5, 1e-6, 2)
+                cost = convert_to_budget(release, budget)
+                assert cost.neighbours is budget_nb
+                assert cost.epsilon == pytest.approx(e, rel=1e-12) and cost.delta == pytest.approx(d, rel=1e-12)
+            else:
+                with pytest.raises(BudgetExceededError):
+                    convert_to_budget(release, budget)
+    central, local_bounded = EMDMetricDP(3.0, model=Model.CENTRAL), EMDMetricDP(3.0)
+    assert central.user_level_dp().neighbours is REPLACE_SAME
+    assert local_bounded.user_level_dp().neighbours is LOCAL_SAME
+    assert EMDMetricDP(3.0, bounded=False).user_level_dp().neighbours is LOCAL
+    assert "same size" in central.user_level_dp().describe() and "same size" in local_bounded.user_level_dp().describe()
+    for release in (central, local_bounded):
+        with pytest.raises(BudgetExceededError, match="same number of items") as exc:
+            convert_to_budget(release, PureDP(10.0, neighbours=REPLACE))
+        assert "replace-same-size" in str(exc.value)
+        assert convert_to_budget(release, PureDP(10.0, neighbours=REPLACE_SAME)) == PureDP(3.0, neighbours=REPLACE_SAME)
+    with pytest.raises(BudgetExceededError):
+        convert_to_budget(local_bounded, PureDP(10.0, neighbours=LOCAL))
 
 
 def test_demd_budgets_accept_what_implies_them():

@@ -1,7 +1,7 @@
 """The heatmap release (:func:`userdp.releases.heatmap`) on its default path: what the engine hands the mechanism
-(each user's points inside the box as one distribution of mass 1; a user with no point inside, nothing), the
-refusal of points outside the box, and what the default release (auto, a noisy user count) really draws and
-spends, read from the sampler rather than from the release's params."""
+(each user's points inside the box as one distribution of mass 1; a user with no point inside, nothing), points
+outside the box dropped user by user (never a refusal), and what the default release (auto, a noisy user
+count) really draws and spends, read from the sampler rather than from the release's params."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tests.heatmaps.spies import NoiseSpy, assert_law, privtree_paper_lambda
 from userdp import releases
 from userdp.data import BoxDomain
 from userdp.engines import ChunkedEngine, Columns
-from userdp.errors import DataError
+from userdp.errors import ParameterError
 from userdp.privacy.guarantees import Neighbours, PureDP
 
 release_module = importlib.import_module("userdp.releases.heatmap")  # (userdp.releases.heatmap is also the function)
@@ -81,18 +81,22 @@ def test_each_user_is_one_unit_of_mass_and_a_user_with_no_point_inside_adds_noth
 
 
 @pytest.mark.parametrize("engine", ["memory", "chunked"])
-def test_points_outside_the_box_are_refused_by_default_and_nothing_is_drawn(monkeypatch, engine):
-    """Without drop_outside, a table with a point outside the box is refused (the message quotes no data)
-    before any noise is drawn; inside the box the same release goes ahead."""
-    spy = NoiseSpy(monkeypatch)
+def test_points_outside_the_box_are_dropped_by_default_and_the_release_says_so(grid_sums, engine):
+    """With every default, a table with points outside the box is released (a refusal would depend on the data:
+    adding one person with one point outside would turn a release into a refusal): each user's points outside
+    are dropped, a user with none inside adds nothing, and the release states it (without a count). The map is
+    bit for bit the release of the table without those points. Catches a refusal by default, and a silent
+    drop."""
     eng = "memory" if engine == "memory" else ChunkedEngine(2)
-    with pytest.raises(DataError, match="outside the declared box") as e:
-        releases.heatmap(_table(USERS), BOX, (4, 4), 1.0, engine=eng, rng=1)
-    assert "1.5" not in str(e.value)
-    assert spy.take() == []
+    rel = releases.heatmap(_table(USERS), BOX, (4, 4), 1.0, engine=eng, rng=1)
+    np.testing.assert_allclose(grid_sums[0][0], EXPECTED, rtol=0, atol=1e-12)
+    assert rel.params["outside"].startswith("points outside the public box are dropped, user by user")
+    assert not any(ch.isdigit() for ch in rel.params["outside"])  # no count of what was dropped
     inside = {u: [p for p in pts if p != OUTSIDE] for u, pts in USERS.items()}
-    releases.heatmap(_table(inside), BOX, (4, 4), 1.0, engine=eng, rng=1)
-    assert spy.take()
+    again = releases.heatmap(_table(inside), BOX, (4, 4), 1.0, engine=eng, rng=1)
+    assert np.array_equal(rel.value, again.value)
+    with pytest.raises(ParameterError, match="depend on the data"):  # the refusing variant is no longer offered
+        releases.heatmap(_table(inside), BOX, (4, 4), 1.0, drop_outside=False, engine=eng, rng=1)
 
 
 @pytest.mark.parametrize("n_users", [8, 100, 3000])

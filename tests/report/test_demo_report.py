@@ -48,13 +48,13 @@ def test_every_private_release_is_accounted(demo):
     assert len(rows) == 6 and len(set(labels)) == 6
     assert any("Laplace baseline" in x for x in labels) and any("Hadamard" in x for x in labels)
     assert {r["dataset"] for r in rows} == {"foursquare_nyc", "amazon_fashion"}
-    assert report["budget"]["relation"] == Neighbours.REPLACE_USER.value
+    assert report["budget"]["relation"] == Neighbours.REPLACE_USER_SAME_SIZE.value  # (bounded d_EM releases)
 
 
 def test_the_total_is_the_library_composition_of_the_converted_releases(demo):
     _, report, _ = demo
     budget = report["budget"]
-    unit = PureDP(1.0, neighbours=Neighbours.REPLACE_USER)
+    unit = PureDP(1.0, neighbours=Neighbours.REPLACE_USER_SAME_SIZE)
     guarantees = [guarantee_from_dict(r["guarantee_params"]) for r in budget["releases"]]
     costs = [convert_to_budget(g, unit) for g in guarantees]
     for r, c in zip(budget["releases"], costs, strict=True):
@@ -82,7 +82,9 @@ def test_every_d_em_release_has_its_user_level_equivalent(demo):
         expected = g.user_level_dp(1.0)  # the library's conversion at the largest d_EM
         assert ul["convertible"] is True
         assert ul["epsilon"] == pytest.approx(expected.epsilon) and ul["delta"] == pytest.approx(expected.delta)
-        assert ul["relation"] == expected.neighbours.value == Neighbours.ANY_TWO_INPUTS.value
+        # the local frequency release is bounded (equal sizes): its user-level relation keeps the qualifier
+        bounded = Neighbours.TWO_INPUTS_SAME_SIZE if g.bounded else Neighbours.ANY_TWO_INPUTS
+        assert ul["relation"] == expected.neighbours.value == bounded.value
         assert "d_EM = 1" in ul["at"] and "d_EM = d" in ul["how"]
     assert sorted(round(r["user_level_equivalent"]["epsilon"]) for r in dem) == [25, 100]
     for r in report["budget"]["releases"]:
@@ -104,6 +106,8 @@ def test_relations_that_do_not_compose_are_said_so(demo):
     assert all("local" in r["reason"] for r in ar["refused"])
     local = others[Neighbours.ANY_TWO_INPUTS.value]
     assert local["composable"] is False and any("curator" in r["reason"] for r in local["refused"])
+    replace = others[Neighbours.REPLACE_USER.value]  # the bounded frequency release protects only same sizes
+    assert replace["composable"] is False and any("same number of items" in r["reason"] for r in replace["refused"])
     dem = others["d_EM-DP (alpha, one metric)"]
     assert dem["composable"] is False and any("metric" in r["reason"] for r in dem["refused"])
 
@@ -112,7 +116,7 @@ def test_the_html_shows_the_total_and_the_user_level_equivalents(demo):
     _, report, page = demo
     text = _text(page)
     assert "Privacy budget" in text
-    assert "(132, 1e-06)-DP for replace one user's data" in text
+    assert "(132, 1e-06)-DP for replace one user's data by data of the same size" in text
     assert "total of all releases ε = 132, δ = 1e-06" in text
     for r in report["budget"]["releases"]:
         assert " ".join(r["release"].split()) in text
@@ -120,7 +124,7 @@ def test_the_html_shows_the_total_and_the_user_level_equivalents(demo):
         if ul:
             assert ul["guarantee"] in text and " ".join(ul["how"].split()) in text
     assert "no total" in text  # add/remove and local: said, not computed
-    assert text.count("100-DP for any two inputs of one user (local model)") >= 1
+    assert text.count("100-DP for any two inputs of one user of the same size (local model)") >= 1
     assert text.count("25-DP for any two inputs of one user (local model)") >= 1
 
 

@@ -347,14 +347,14 @@ MUTANTS: list[Mutant] = [
         (4,),
     ),
     Mutant(
-        "release-drops-points-outside-silently",
+        "release-refuses-points-outside",
         "refusal",
         "releases/heatmap.py",
-        "s = eng.grid_sum(data, grid_box, shape, drop_outside)",
-        "s = eng.grid_sum(data, grid_box, shape, True)",
-        (f"{_REL}::test_points_outside_the_box_are_refused_by_default_and_nothing_is_drawn",),
-        "points outside the box are dropped without being asked: a box that leaves out part of the data is "
-        "released as if it held everyone",
+        "s = eng.grid_sum(data, grid_box, shape, drop_outside=True)",
+        "s = eng.grid_sum(data, grid_box, shape, drop_outside=False)",
+        (f"{_REL}::test_points_outside_the_box_are_dropped_by_default_and_the_release_says_so",),
+        "a table with a point outside the box is refused: one added person with one such point turns a release "
+        "into a refusal, a data-dependent output with unbounded privacy loss",
         (1,),
     ),
     Mutant(

@@ -56,8 +56,8 @@ MUTANTS: list[Mutant] = [
         "ledger-init-relation-swapped",
         "conversion",
         "cli/ledger.py",
-        '"add-remove": Neighbours.ADD_REMOVE_USER, "replace": Neighbours.REPLACE_USER,',
-        '"add-remove": Neighbours.REPLACE_USER, "replace": Neighbours.ADD_REMOVE_USER,',
+        '    "add-remove": Neighbours.ADD_REMOVE_USER,\n    "replace": Neighbours.REPLACE_USER,',
+        '    "add-remove": Neighbours.REPLACE_USER,\n    "replace": Neighbours.ADD_REMOVE_USER,',
         ("tests/cli/test_ledger.py::test_a_cli_release_is_charged_at_its_converted_cost",),
         "`ledger init --budget replace:E` protects add/remove: an add/remove release costs epsilon, not 2 epsilon, "
         "of what the curator believes is a replace-one-user budget",

@@ -471,4 +471,32 @@ MUTANTS: list[Mutant] = [
         ("tests/test_audit.py::test_hockey_stick_is_the_larger_of_both_directions",),
         "the exact audits measure only D(P || Q): a leak only the reverse direction shows passes every audit",
     ),
+    Mutant(
+        "bounded-central-read-as-any-replacement",
+        "conversion",
+        "privacy/guarantees.py",
+        "            nb = Neighbours.REPLACE_USER_SAME_SIZE  # the central model is bounded",
+        "            nb = Neighbours.REPLACE_USER  # the central model is bounded",
+        (f"{_GUARANTEES}::test_a_bounded_guarantee_keeps_its_same_size_qualifier_through_every_conversion",),
+        "a bounded central d_EM-DP release is charged to a budget for replacing a user's data by any data: the "
+        "ledger claims protection for pairs of different sizes, where the release protects nothing",
+    ),
+    Mutant(
+        "bounded-local-read-as-any-two-inputs",
+        "conversion",
+        "privacy/guarantees.py",
+        "nb = Neighbours.TWO_INPUTS_SAME_SIZE if self.bounded else Neighbours.ANY_TWO_INPUTS",
+        "nb = Neighbours.ANY_TWO_INPUTS",
+        (f"{_GUARANTEES}::test_a_bounded_guarantee_keeps_its_same_size_qualifier_through_every_conversion",),
+        "a bounded local d_EM-DP release loses its equal-sizes qualifier at d_EM = 1",
+    ),
+    Mutant(
+        "same-size-local-charged-to-any-two-inputs",
+        "conversion",
+        "privacy/guarantees.py",
+        "    (_LOCAL, _LOCAL_SAME): 1,\n",
+        "    (_LOCAL, _LOCAL_SAME): 1,\n    (_LOCAL_SAME, _LOCAL): 1,\n",
+        (f"{_GUARANTEES}::test_a_bounded_guarantee_keeps_its_same_size_qualifier_through_every_conversion",),
+        "a local guarantee for inputs of the same size is charged to a budget for any two inputs",
+    ),
 ]

@@ -102,7 +102,6 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         user=args.user,
         lat=args.lat,
         lon=args.lon,
-        drop_outside=args.drop_outside,
         w=20 if args.w is None else args.w,
         top_percent=1.0 if args.top_percent is None else args.top_percent,
         coarse_side=args.dense_side,
@@ -157,6 +156,7 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         "engine": args.engine,
         "sigma_cells": sigma,
         "guarantee": rel.guarantee.describe(),
+        "outside": rel.params["outside"],
         "image": str(out),
         "grid": str(grid_path),
     }
@@ -165,7 +165,8 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         warn_seed(args)
-        console().print(f"{rel.mechanism}: {rel.guarantee.describe()}\nwrote {out} and {grid_path}")
+        note = rel.params["outside"]
+        console().print(f"{rel.mechanism}: {rel.guarantee.describe()}\n{note}\nwrote {out} and {grid_path}")
     return 0
 
 
@@ -175,7 +176,7 @@ def add_parser(sub) -> None:
         help="a DP heatmap of user locations (userdp's auto algorithm, the paper's sparse EMD aggregation or "
         "baselines)",
         epilog="example:\n  userdp heatmap checkins.csv --user user --lat lat --lon lon \\\n"
-        "      --bbox 40.745,-73.999,40.770,-73.965 --drop-outside --epsilon 1 --out midtown.png",
+        "      --bbox 40.745,-73.999,40.770,-73.965 --epsilon 1 --out midtown.png",
     )
     p.add_argument("input", help="CSV, Parquet or JSON-lines file, one record per point")
     p.add_argument("--user", required=True, help="user column")
@@ -234,7 +235,12 @@ def add_parser(sub) -> None:
         default=None,
         help="Gaussian filter of the image in cells (default the longer side/128)",
     )
-    p.add_argument("--drop-outside", action="store_true", help="drop points outside the box (count not reported)")
+    p.add_argument(
+        "--drop-outside",
+        action="store_true",
+        help="kept for old command lines: points outside the box are always dropped, user by user (a refusal "
+        "when one lies outside would depend on the data); how many is not reported",
+    )
     p.add_argument("--out", default="heatmap.png", help="the image; the grid is written next to it as .npy")
     p.add_argument("--force", action="store_true", help="overwrite --out (and its .npy grid) if they exist")
     add_release_options(p)

@@ -24,7 +24,13 @@ from typing import Any
 from ..errors import ParameterError
 from ..privacy import ApproxDP, Guarantee, Neighbours, PureDP, Session, guarantee_kind, guarantee_to_dict, ledger_lock
 
-_NB = {"add-remove": Neighbours.ADD_REMOVE_USER, "replace": Neighbours.REPLACE_USER, "local": Neighbours.ANY_TWO_INPUTS}
+_NB = {
+    "add-remove": Neighbours.ADD_REMOVE_USER,
+    "replace": Neighbours.REPLACE_USER,
+    "replace-same-size": Neighbours.REPLACE_USER_SAME_SIZE,
+    "local": Neighbours.ANY_TWO_INPUTS,
+    "local-same-size": Neighbours.TWO_INPUTS_SAME_SIZE,
+}
 
 
 def add_option(p: argparse.ArgumentParser) -> None:
@@ -190,8 +196,9 @@ def add_parser(sub) -> None:
         "--budget",
         action="append",
         required=True,
-        help="RELATION:EPSILON[:DELTA], RELATION one of add-remove, replace, local; exactly one: every release is "
-        "converted into this relation (replace accepts all of them)",
+        help="RELATION:EPSILON[:DELTA], RELATION one of add-remove, replace, replace-same-size, local, "
+        "local-same-size; exactly one: every release is converted into this relation (replace-same-size accepts all "
+        "of them, replace all but bounded d_EM-DP releases, which protect only data of the same size)",
     )
     ini.add_argument("--force", action="store_true", help="replace an existing ledger")
     ini.set_defaults(func=cmd_ledger_init)

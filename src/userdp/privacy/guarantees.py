@@ -6,9 +6,16 @@ Every mechanism in userdp returns one of these objects with its result. Each sta
 * ``ADD_REMOVE_USER`` -- two datasets differ by adding or removing one user's whole data
   (unbounded central DP; Knop & Steinke's "person-level"; Ghazi et al.'s heatmaps);
 * ``REPLACE_USER`` -- one user's data is replaced by arbitrary other data (Imola et al.,
-  Definition 2.2; for the bounded central model with ``|K_i| = m`` fixed);
+  Definition 2.2);
+* ``REPLACE_USER_SAME_SIZE`` -- one user's data is replaced by other data of the same size (the bounded
+  central model, ``|K_i| = m`` fixed and public: Definition 3.2's bounded d_EM-DP read at ``d_EM = 1``);
 * ``ANY_TWO_INPUTS`` -- the local model: the mechanism runs on one user's data and any two inputs
-  are neighbours (Definitions 2.1, 3.1, 5.1).
+  are neighbours (Definitions 2.1, 3.1, 5.1);
+* ``TWO_INPUTS_SAME_SIZE`` -- the local model restricted to two inputs of the same size (bounded local
+  d_EM-DP, Definition 3.1, read at ``d_EM = 1``).
+
+A same-size relation protects fewer pairs than its unqualified one, so a release under it is never charged
+to a budget for the unqualified relation (:func:`convert_to_budget`).
 
 For metric guarantees the neighbour relation is weighted by ``d_EM`` between the changed user's
 normalized histograms (Definitions 3.1, 3.2, 5.1, 5.2).
@@ -46,7 +53,9 @@ class Neighbours(StrEnum):
 
     ADD_REMOVE_USER = "add or remove one user"
     REPLACE_USER = "replace one user's data"
+    REPLACE_USER_SAME_SIZE = "replace one user's data by data of the same size"
     ANY_TWO_INPUTS = "any two inputs of one user (local model)"
+    TWO_INPUTS_SAME_SIZE = "any two inputs of one user of the same size (local model)"
     ITEM = "change one item (item level)"
 
 
@@ -256,9 +265,15 @@ class EMDMetricDP(Guarantee):
         return self.alpha * d, self.delta
 
     def user_level_dp(self, d_max: float = 1.0) -> ApproxDP:
-        """The implied user-level DP: ``(alpha d_max, delta)`` with ``d_max`` the largest ``d_EM`` (section 8)."""
+        """The implied user-level DP: ``(alpha d_max, delta)`` with ``d_max`` the largest ``d_EM`` (section 8),
+        for any two inputs of one user (local model) or for replacing one user's data (central), by data of the
+        same size when the guarantee is bounded (the qualifier is kept: a bounded guarantee says nothing of
+        two datasets of different sizes)."""
         eps, delta = self.at_distance(d_max)
-        nb = Neighbours.ANY_TWO_INPUTS if self.model is Model.LOCAL else Neighbours.REPLACE_USER
+        if self.model is Model.LOCAL:
+            nb = Neighbours.TWO_INPUTS_SAME_SIZE if self.bounded else Neighbours.ANY_TWO_INPUTS
+        else:
+            nb = Neighbours.REPLACE_USER_SAME_SIZE  # the central model is bounded (EMDMetricDP refuses otherwise)
         return ApproxDP(eps, delta, nb) if delta else PureDP(eps, neighbours=nb)
 
     def describe(self) -> str:
@@ -416,6 +431,13 @@ def compose(guarantees: Iterable[Guarantee]) -> Guarantee:
 # --------------------------------------------------------------------------------------------
 
 _AR, _REPLACE, _LOCAL = Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER, Neighbours.ANY_TWO_INPUTS
+_REPLACE_SAME, _LOCAL_SAME = Neighbours.REPLACE_USER_SAME_SIZE, Neighbours.TWO_INPUTS_SAME_SIZE
+_SAME_SIZE = (
+    "it protects only two datasets in which the user holds the same number of items (a bounded guarantee: the "
+    "sizes are public), and a budget for this relation protects all of them; charge it to a budget for "
+    f"{_REPLACE_SAME.value} (`--budget replace-same-size:EPSILON[:DELTA]`)"
+)
+_CENTRAL = "a central guarantee does not protect a user's data from the curator who computes the release"
 
 # Why a user-level guarantee under one relation implies nothing under another (see convert_to_budget).
 _NO_IMPLICATION = {
@@ -427,8 +449,35 @@ _NO_IMPLICATION = {
         "a local-model guarantee protects what a user's report says, not whether the user took part (the number "
         "of reports may be exact)"
     ),
-    (_AR, _LOCAL): "a central guarantee does not protect a user's data from the curator who computes the release",
-    (_REPLACE, _LOCAL): "a central guarantee does not protect a user's data from the curator who computes the release",
+    (_AR, _LOCAL): _CENTRAL,
+    (_REPLACE, _LOCAL): _CENTRAL,
+    (_REPLACE_SAME, _AR): (
+        "a replace-one-user guarantee does not bound adding or removing a user (a mechanism may publish the "
+        "exact number of users and still be 0-DP for replacing one)"
+    ),
+    (_LOCAL_SAME, _AR): (
+        "a local-model guarantee protects what a user's report says, not whether the user took part (the number "
+        "of reports may be exact)"
+    ),
+    (_REPLACE_SAME, _REPLACE): _SAME_SIZE,
+    (_LOCAL_SAME, _REPLACE): _SAME_SIZE,
+    (_LOCAL_SAME, _LOCAL): _SAME_SIZE,
+    (_REPLACE_SAME, _LOCAL): _CENTRAL,
+    (_REPLACE_SAME, _LOCAL_SAME): _CENTRAL,
+    (_REPLACE, _LOCAL_SAME): _CENTRAL,
+    (_AR, _LOCAL_SAME): _CENTRAL,
+}
+
+# (release's relation, budget's relation) -> how many steps of the release's relation make one of the budget's
+# (1: the budget's pairs are among the release's; 2: replacing a user is removing it, then adding it back)
+_IMPLIES = {
+    (_LOCAL, _REPLACE): 1,
+    (_LOCAL, _REPLACE_SAME): 1,
+    (_LOCAL, _LOCAL_SAME): 1,
+    (_LOCAL_SAME, _REPLACE_SAME): 1,
+    (_REPLACE, _REPLACE_SAME): 1,
+    (_AR, _REPLACE): 2,
+    (_AR, _REPLACE_SAME): 2,
 }
 
 
@@ -490,14 +539,18 @@ def _to_relation(g: Guarantee, budget: ApproxDP) -> ApproxDP:
     source = ul.neighbours
     if source is target:
         return ul
-    if source is _LOCAL and target is _REPLACE:
-        return _dp(ul.epsilon, ul.delta, _REPLACE)
-    if source is _AR and target is _REPLACE:
+    steps = _IMPLIES.get((source, target))
+    if steps == 1:
+        return _dp(ul.epsilon, ul.delta, target)
+    if steps == 2:  # replacing a user (by any data, or by data of the same size): remove it, then add it
         eps, delta = group_privacy(ul.epsilon, ul.delta, 2)
         if not delta < 1.0:
             raise _refuse(g, budget, "replacing a user is two add/remove steps, and then its delta reaches 1")
-        return _dp(eps, delta, _REPLACE)
-    hint = " A budget for replace one user's data accepts every user-level release."
+        return _dp(eps, delta, target)
+    hint = (
+        " A budget for replace one user's data accepts every user-level release of unbounded data; one for "
+        "replacing it by data of the same size accepts every user-level release."
+    )
     raise _refuse(g, budget, _NO_IMPLICATION[(source, target)] + "." + hint, implied=ul)
 
 

@@ -168,7 +168,12 @@ def linear(
     if item is not None and not (isinstance(domain, FiniteDomain) and domain.public):
         # codes read off the data would make one user's f-values depend on the other users' items
         raise DataError("a query on item codes needs the public item domain (domain=FiniteDomain(labels))")
-    mdl = Model(model)
+    mdl = _model(model)
+    if req.samples is not None and mdl is Model.LOCAL:  # (refused before the data is read, not after the noise)
+        raise ParameterError(
+            "samples (BoundedEMDReduction) wraps a bounded release: use it with model='central' (--model central); "
+            "the local PrivEMDLinear release already holds for users holding any numbers of items"
+        )
     eng = get_engine(engine)
     data = eng.load(source, Columns(user, item, points), domain)
     src = resolve_rng(rng)
@@ -202,7 +207,7 @@ def _randomized_counts(
     (GKRR on a clustered metric, else the exponential randomizer: :func:`userdp.dem.frequency.frequency_randomizer`)
     and the count histogram of the released multisets, with the delivered guarantee."""
     req = plan_request(alpha, delta, samples, r)
-    mdl = Model(model)
+    mdl = _model(model)
     if not isinstance(domain, FiniteDomain) or not domain.public:
         raise DataError("this release needs the public item domain (FiniteDomain(labels))")
     if len(domain) != space.size:
@@ -270,6 +275,13 @@ def itemwise(
     params.update(info)
     extras = {"counts": counts, "unbiased": H, **ci, **fields}
     return Release(hist, g, "PrivEMDItemWise (Algorithm 2)", params, err, extras)
+
+
+def _model(model: Model | str) -> Model:
+    try:
+        return Model(model)
+    except ValueError:
+        raise ParameterError(f"model must be 'local' or 'central', got {model!r}") from None
 
 
 def _check_beta(beta: float) -> None:

@@ -8,7 +8,10 @@ adding or removing one user.
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from ..data import BoxDomain
 from ..engines import Columns, Engine, get_engine
@@ -29,7 +32,12 @@ from ..heatmaps.sparse import padded_levels
 from ..noise import RngLike, resolve_rng
 from ..privacy.result import Release
 
-__all__ = ["heatmap", "heatmap_of_grid", "grid_of", "ALGORITHMS"]
+__all__ = ["heatmap", "heatmap_of_grid", "grid_of", "check_heatmap_parameters", "ALGORITHMS", "OUTSIDE_NOTE"]
+
+OUTSIDE_NOTE = (
+    "points outside the public box are dropped, user by user (a user with no point inside contributes nothing); "
+    "how many were dropped is not reported"
+)
 
 ALGORITHMS = (
     "auto",
@@ -106,6 +114,55 @@ def heatmap_of_grid(
     return rel
 
 
+def check_heatmap_parameters(
+    epsilon: float,
+    algorithm: str,
+    shape: GridShape,
+    *,
+    w: int = 20,
+    top_percent: float = 1.0,
+    coarse_side: int | None = None,
+    n_public: float | None = None,
+    drop_outside: bool = True,
+) -> float:
+    """Refuse bad public parameters of :func:`heatmap` before any data is read (so that a refusal never
+    depends on the data); returns ``epsilon`` as a float."""
+    if algorithm not in ALGORITHMS:
+        raise ParameterError(f"unknown heatmap algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}")
+    try:
+        eps = float(epsilon)
+    except (TypeError, ValueError):
+        raise ParameterError(f"epsilon must be a positive finite number, got {epsilon!r}") from None
+    if not (math.isfinite(eps) and eps > 0):
+        raise ParameterError(f"epsilon must be a positive finite number, got {epsilon!r}")
+    if n_public is not None and algorithm not in ("auto", "adaptive-grid"):
+        raise ParameterError(f"n_public applies to the auto and adaptive-grid algorithms only, not {algorithm!r}")
+    if n_public is not None:
+        user_count_estimate(None, 0.0, n_public)  # checks the public estimate; reads nothing
+    if isinstance(w, bool) or not isinstance(w, int | np.integer) or w < 1:
+        raise ParameterError(f"w (cells kept per level) must be a whole number of at least 1, got {w!r}")
+    try:
+        top = float(top_percent)
+    except (TypeError, ValueError):
+        raise ParameterError(f"top_percent must lie in (0, 100], got {top_percent!r}") from None
+    if not 0 < top <= 100:
+        raise ParameterError(f"top_percent must lie in (0, 100], got {top_percent!r}")
+    if coarse_side is not None:
+        side = 2 ** padded_levels(shape)
+        ok = not isinstance(coarse_side, bool) and isinstance(coarse_side, int | np.integer) and coarse_side >= 1
+        if not ok or coarse_side & (coarse_side - 1) or coarse_side > side:
+            raise ParameterError(
+                f"coarse_side must be a power of two no larger than the enclosing square's side {side}, "
+                f"got {coarse_side!r}"
+            )
+    if drop_outside is not True:
+        raise ParameterError(
+            "points outside the box are always dropped, user by user: refusing a table because one of its points "
+            "lies outside would make the refusal depend on the data (drop_outside=False is no longer offered)"
+        )
+    return eps
+
+
 def heatmap(
     source: Any,
     box: BoxDomain,
@@ -117,7 +174,7 @@ def heatmap(
     user: str = "user",
     lat: str = "lat",
     lon: str = "lon",
-    drop_outside: bool = False,
+    drop_outside: bool = True,
     w: int = 20,
     top_percent: float = 1.0,
     coarse_side: int | None = None,
@@ -152,7 +209,9 @@ def heatmap(
         ``"auto"`` and ``"adaptive-grid"`` only: a public estimate of the number of users (never read from the
         data). ``None`` (default): 5% of ``epsilon`` buys a noisy count instead.
     drop_outside:
-        Drop points outside the box (how many is not reported) instead of refusing the table.
+        Points outside the box are always dropped, user by user (a user with none inside contributes nothing;
+        how many were dropped is not reported): ``True``, the only value (a refusal when a point lies outside
+        would depend on the data). The release says so in ``params["outside"]``.
     engine:
         ``"memory"`` (default), ``"chunked"``, ``"spark"`` or an :class:`~userdp.engines.Engine`.
     rng:
@@ -160,16 +219,15 @@ def heatmap(
     """
     if algorithm not in ALGORITHMS:
         raise ParameterError(f"unknown heatmap algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}")
-    if n_public is not None and algorithm not in ("auto", "adaptive-grid"):
-        raise ParameterError(f"n_public applies to the auto and adaptive-grid algorithms only, not {algorithm!r}")
-    if n_public is not None:
-        user_count_estimate(None, 0.0, n_public)  # checks the public estimate; reads nothing
     # public parameters first: nothing is read for a release that cannot be made
     grid_box, shape = grid_of(box, resolution, cells)
+    check_heatmap_parameters(epsilon, algorithm, shape, w=w, top_percent=top_percent, coarse_side=coarse_side,
+                             n_public=n_public, drop_outside=drop_outside)  # fmt: skip
     eng = get_engine(engine)
     data = eng.load(source, Columns(user, points=(lat, lon)))
-    s = eng.grid_sum(data, grid_box, shape, drop_outside)
+    s = eng.grid_sum(data, grid_box, shape, drop_outside=True)
     rel = heatmap_of_grid(s, epsilon, algorithm, w=w, top_percent=top_percent, coarse_side=coarse_side,
                           n_public=n_public, rng=resolve_rng(rng))  # fmt: skip
-    rel.params.update(box={"low": list(grid_box.low), "high": list(grid_box.high)}, shape=list(shape))
+    rel.params.update(box={"low": list(grid_box.low), "high": list(grid_box.high)}, shape=list(shape),
+                      outside=OUTSIDE_NOTE)  # fmt: skip
     return rel

@@ -8,8 +8,8 @@ from typing import Any
 from ..data import FiniteDomain
 from ..dem import laplace_histogram
 from ..engines import Columns, Engine, get_engine
-from ..errors import DataError
-from ..noise import RngLike, resolve_rng
+from ..errors import DataError, ParameterError
+from ..noise import RngLike, calibrate_laplace, resolve_rng
 from ..privacy.guarantees import Neighbours
 from ..privacy.result import Release
 
@@ -32,6 +32,14 @@ def histogram(
     :func:`userdp.releases.heatmap`."""
     if not isinstance(domain, FiniteDomain) or not domain.public:
         raise DataError("the histogram needs the public item domain (FiniteDomain(labels))")
+    try:
+        nb = Neighbours(neighbours)
+    except ValueError:
+        raise ParameterError(f"unknown neighbour relation {neighbours!r}") from None
+    if nb not in (Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER):
+        raise ParameterError("a central histogram protects add/remove or replace-one-user neighbours")
+    # the calibration (public: epsilon, the relation's sensitivity, the domain's size) before any data is read
+    calibrate_laplace(1.0 if nb is Neighbours.ADD_REMOVE_USER else 2.0, epsilon, dim=len(domain))
     eng = get_engine(engine)
     total = eng.histogram_sum(eng.load(source, Columns(user, item), domain), normalize=True)
-    return laplace_histogram(total, epsilon, Neighbours(neighbours), resolve_rng(rng))
+    return laplace_histogram(total, epsilon, nb, resolve_rng(rng))

@@ -40,8 +40,9 @@ TIMES_SQUARE = (40.7580, -73.9855)
 FOURSQUARE, AMAZON = "foursquare_nyc", "amazon_fashion"
 DATA_NAMES = {FOURSQUARE: "Foursquare check-ins (NYC)", AMAZON: "Amazon Fashion reviews"}
 #: The relation the total is composed under: every user-level guarantee implies one for replacing one user's
-#: data (an add/remove epsilon costs 2 epsilon, a local or d_EM guarantee at d_EM = 1 costs its epsilon).
-TOTAL_RELATION = Neighbours.REPLACE_USER
+#: data by data of the same size (an add/remove epsilon costs 2 epsilon, a local or d_EM guarantee at d_EM = 1
+#: costs its epsilon). The demo's central d_EM releases are bounded: they protect only same-size replacements.
+TOTAL_RELATION = Neighbours.REPLACE_USER_SAME_SIZE
 
 
 # --------------------------------------------------------------------------------------------
@@ -64,7 +65,9 @@ def _user_level(g: Guarantee) -> dict[str, Any] | None:
     ``d_EM = 1``: :meth:`~userdp.privacy.EMDMetricDP.user_level_dp`); ``None`` for other guarantees."""
     if not isinstance(g, (EMDMetricDP, DiscreteEMDDP)):
         return None
-    relation = Neighbours.ANY_TWO_INPUTS if g.model is Model.LOCAL else Neighbours.REPLACE_USER
+    relation = g.user_level_dp(1.0).neighbours if isinstance(g, EMDMetricDP) else (
+        Neighbours.ANY_TWO_INPUTS if g.model is Model.LOCAL else Neighbours.REPLACE_USER
+    )
     try:
         ul = convert_to_budget(g, PureDP(1.0, neighbours=relation))
     except BudgetExceededError as exc:
@@ -161,16 +164,17 @@ def _budget(ledger: list[dict[str, Any]]) -> dict[str, Any]:
     }
     others = {
         nb.value: _compose_under(ledger, PureDP(1.0, neighbours=nb))
-        for nb in (Neighbours.ADD_REMOVE_USER, Neighbours.ANY_TWO_INPUTS)
+        for nb in (Neighbours.ADD_REMOVE_USER, Neighbours.REPLACE_USER, Neighbours.ANY_TWO_INPUTS)
     }
     dem = [e for e in ledger if isinstance(e["guarantee"], (EMDMetricDP, DiscreteEMDDP))]
     if len(dem) > 1:
         others["d_EM-DP (alpha, one metric)"] = _compose_under(dem, dem[0]["guarantee"])
     return {
         "relation": TOTAL_RELATION.value,
-        "method": "each release converted to DP for replace one user's data by userdp.privacy.convert_to_budget "
-        "(an add/remove epsilon costs 2 epsilon; a local epsilon costs epsilon; a d_EM-DP release costs its "
-        "user-level equivalent at d_EM = 1), then basic composition (userdp.privacy.compose)",
+        "method": "each release converted to DP for replacing one user's data by data of the same size by "
+        "userdp.privacy.convert_to_budget (an add/remove epsilon costs 2 epsilon; a local epsilon costs epsilon; a "
+        "d_EM-DP release costs its user-level equivalent at d_EM = 1, which for a bounded release protects only "
+        "data of the same size), then basic composition (userdp.privacy.compose)",
         "releases": rows,
         "total": total,
         "by_dataset": by_dataset,
