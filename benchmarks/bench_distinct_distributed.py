@@ -41,7 +41,7 @@ rng = np.random.default_rng(0)
 persons = max(n_edges // 20, 1)
 users = rng.integers(0, persons, n_edges)
 items = np.char.add("w", (rng.zipf(1.3, n_edges) % (n_edges // 4 + 1)).astype(str))
-eng = SparkEngine(max_edges=10**9)
+eng = SparkEngine()
 df = eng.spark.createDataFrame(pa.table({"user": users, "item": items}).to_pandas()).repartition(8).cache()
 df.count()
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20

@@ -35,7 +35,9 @@ def test_bash_completes_commands_options_choices_and_files(capsys, tmp_path):
     assert _complete(script, tmp_path, ["userdp", "fr"]) == ["freq"]
     assert set(_complete(script, tmp_path, ["userdp", ""])) >= {"heatmap", "distinct", "linear", "freq", "ledger"}
     assert "--top" in _complete(script, tmp_path, ["userdp", "freq", "--to"])
-    assert set(_complete(script, tmp_path, ["userdp", "heatmap", "--engine", ""])) == {"memory", "chunked", "spark"}
+    assert set(_complete(script, tmp_path, ["userdp", "heatmap", "--engine", ""])) == {
+        "auto", "memory", "duckdb", "chunked", "spark"
+    }
     (tmp_path / "checkins.csv").write_text("user\n")
     assert "checkins.csv" in _complete(script, tmp_path, ["userdp", "distinct", "check"])
 

@@ -284,6 +284,28 @@ _ERROR_LINE = re.compile(r"^userdp(?: [\w-]+)*: error: ", re.M)
 _TEMPORARY = re.compile(r"(^|/)\.[^/]*\.userdp-tmp[^/]*$|(^|/)\.ledger-[^/]*$")
 
 
+@contextlib.contextmanager
+def _cheap_heatmap_audit(argv: tuple[str, ...]):
+    """``userdp audit heatmap`` samples nine heatmap algorithms thousands of times (a minute at its defaults,
+    ten seconds at its fewest trials): under the fuzz test it runs with ``audit_heatmap`` itself replaced by
+    one that draws nothing, so the command's parsing, dispatch and printing are fuzzed in milliseconds. The
+    audit itself is tested in tests/test_audit.py."""
+    if argv[:2] != ("audit", "heatmap"):
+        yield
+        return
+    import userdp.audit as audit
+
+    def audit_heatmap(mechanism, epsilon, *, name="", **_):
+        return audit.AuditResult(name, f"epsilon = {epsilon}", "not sampled (fuzz test)", True)
+
+    real = audit.audit_heatmap
+    audit.audit_heatmap = audit_heatmap
+    try:
+        yield
+    finally:
+        audit.audit_heatmap = real
+
+
 def run(p: Plan, timeout: float = 0.0) -> Outcome:
     """Run ``userdp *p.argv`` in a fresh folder holding every input file and ``ledger.json`` in ``p.ledger``."""
     cwd = os.getcwd()
@@ -299,7 +321,13 @@ def run(p: Plan, timeout: float = 0.0) -> Outcome:
         error = ""
         os.chdir(root)
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _memory_cap(), _timer(timeout):
+            with (
+                contextlib.redirect_stdout(out),
+                contextlib.redirect_stderr(err),
+                _memory_cap(),
+                _timer(timeout),
+                _cheap_heatmap_audit(p.argv),
+            ):
                 try:
                     code = main(list(p.argv))
                 except SystemExit as exc:  # argparse: usage errors exit 2, --help 0

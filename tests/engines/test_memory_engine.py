@@ -18,9 +18,12 @@ from userdp.noise import KeyedStreams, keyed_keep
 def test_get_engine():
     assert isinstance(get_engine(None), MemoryEngine) and isinstance(get_engine("memory"), MemoryEngine)
     assert isinstance(get_engine("chunked"), ChunkedEngine)
+    from userdp.engines.duckdb import DuckDBEngine
+
+    assert isinstance(get_engine("duckdb"), DuckDBEngine)
     eng = MemoryEngine()
     assert get_engine(eng) is eng
-    with pytest.raises(ParameterError, match="memory, chunked, spark"):
+    with pytest.raises(ParameterError, match="memory, duckdb, chunked, spark"):
         get_engine("nope")
 
 

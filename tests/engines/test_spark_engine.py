@@ -20,7 +20,6 @@ from tests.engines import brute  # noqa: E402
 from userdp.data import BoxDomain, FiniteDomain, UserDataset  # noqa: E402
 from userdp.distinct import dc_matching, person_element_graph  # noqa: E402
 from userdp.engines import Columns, MemoryEngine  # noqa: E402
-from userdp.engines.spark import SparkEngine  # noqa: E402
 from userdp.errors import DataError  # noqa: E402
 from userdp.heatmaps import user_grid_sum  # noqa: E402
 from userdp.noise import KeyedStreams, keyed_keep  # noqa: E402
@@ -258,9 +257,6 @@ def test_edges_equal_memory(engine, records, frame):
     g_spark = person_element_graph(engine.edges(engine.load(frame, ITEMS)))
     assert np.array_equal(g_spark.offsets, g_mem.offsets) and np.array_equal(g_spark.adj, g_mem.adj)
     assert np.array_equal(dc_matching(g_spark, 12), dc_matching(g_mem, 12))
-    with pytest.raises(DataError, match="exceed the driver limit") as err:
-        SparkEngine(engine.spark, max_edges=10).edges(engine.load(frame, ITEMS))
-    assert str(len(users)) not in str(err.value)  # the message names no count read off the data
 
 
 @pytest.mark.slow  # tokenizing on the executors, equal to memory: a Spark job of its own
@@ -476,7 +472,7 @@ def test_equal_sizes_on_spark(engine, records, frame):
 @pytest.mark.slow  # two bucketed counts and a release on Spark (7 s)
 def test_bucketed_distinct_count_on_the_executors_equals_local(engine, records, frame):
     """The bucketed count summed on the executors equals the in-memory bucketed count (same public buckets,
-    same shares), and the release path uses it (no edge list on the driver: a driver limit of 10 edges)."""
+    same shares), and the release path on Spark uses it by default (no edge list on the driver)."""
     from userdp import releases
     from userdp.distinct import dc_bucketed
     from userdp.distinct.counting import bucket_count, element_buckets, person_shares
@@ -495,7 +491,61 @@ def test_bucketed_distinct_count_on_the_executors_equals_local(engine, records, 
             12,
         )
         assert spark.tolist() == local.tolist()
-    limited = SparkEngine(engine.spark, max_edges=10)
-    r1 = releases.distinct(frame, 1.0, method="bucketed", n_buckets=3, l_max=12, engine=limited, rng=4)
+    r1 = releases.distinct(frame, 1.0, n_buckets=3, l_max=12, engine=engine, rng=4)
+    assert r1.params["method"] == "bucketed"
     r2 = releases.distinct(UserDataset.from_arrays(users, items), 1.0, method="bucketed", n_buckets=3, l_max=12, rng=4)
     assert r1.value == r2.value and r1.extras["bound"] == r2.extras["bound"]
+
+
+def test_no_spark_release_is_refused_for_the_size_of_its_data(engine, records):
+    """Issue 33: Spark's exact distinct count, its policy vocabulary and its key counts collected the edges on the
+    driver and refused above a fixed number of them, so a dataset just below the limit released and the same
+    dataset plus one person did not (a refusal is a release: unbounded privacy loss on that pair). Now no
+    size is gated: D (60 person-item pairs) and D plus one person holding one more item both release, for
+    every Spark release that reads edges or key records; the distinct count runs on the executors unless the
+    exact count is asked for."""
+    import pandas as pd
+
+    from userdp import releases
+
+    users = np.repeat(np.arange(20), 3)
+    items = np.array([f"w{(3 * u + j) % 17}" for u in range(20) for j in range(3)])
+    d = pd.DataFrame({"user": users, "item": items})
+    plus = pd.concat([d, pd.DataFrame({"user": [99], "item": ["w0"]})], ignore_index=True)
+    for pdf in (d, plus):
+        df = engine.spark.createDataFrame(pdf).repartition(4)
+        assert releases.distinct(df, 1.0, l_max=5, engine=engine, rng=1).params["method"] == "bucketed"
+        assert np.isfinite(releases.distinct(df, 1.0, l_max=5, method="matching", engine=engine, rng=1).value)
+        assert releases.vocabulary(df, 1.0, 1e-6, noise="laplace", policy=True, engine=engine, rng=1) is not None
+        assert releases.key_counts(df, 1.0, 1e-6, key="item", engine=engine, rng=1) is not None
+
+
+
+def test_key_counts_are_bounded_person_by_person_on_the_executors(engine, records, frame):
+    """The key counts' per-person steps run on the executors over persons spread across 4 partitions: the
+    records each candidate bound keeps and the bounded counts (each person's ``L0`` keys of most records, at
+    most ``Linf`` on each, ties by the keys' text) equal their definitions computed person by person here."""
+    from collections import Counter
+
+    from userdp.vocabulary import bounded_counts_part, kept_grid_part
+
+    users, items, _, _, words = records
+    counted = np.array(sorted(words[::3]), dtype=object)  # the keys counted: a third of them
+    data = engine.load(frame, ITEMS)
+    per_person: dict = {}
+    for u, x in zip(users.tolist(), items.tolist(), strict=True):
+        per_person.setdefault(u, Counter())[x] += 1
+
+    def kept_by(person: Counter, l0: int, linf: int) -> dict:
+        held = sorted(((-m, k) for k, m in person.items() if k in set(counted)))[:l0]
+        return {k: min(-m, linf) for m, k in held}
+
+    l0s, linfs = (1, 2, 4), (1, 3)
+    _, kept = engine.key_record_sums(data, partial(kept_grid_part, counted=counted, l0s=l0s, linfs=linfs), 6)
+    want = [sum(sum(kept_by(p, a, b).values()) for p in per_person.values()) for a in l0s for b in linfs]
+    assert kept.reshape(-1).tolist() == want
+    labels, counts = engine.key_record_sums(data, partial(bounded_counts_part, counted=counted, l0=2, linf=3), 1)
+    expected: Counter = Counter()
+    for p in per_person.values():
+        expected.update(kept_by(p, 2, 3))
+    assert dict(zip(labels.tolist(), counts[:, 0].tolist(), strict=True)) == {k: v for k, v in expected.items() if v}

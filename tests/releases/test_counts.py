@@ -187,28 +187,34 @@ def test_gaussian_counts_of_selected_keys_with_auto_bounds_have_the_stated_noise
     assert abs(est / sd - 1) < 0.08 and abs(est / (1.3 * sd) - 1) > 0.15 and abs(est / (0.7 * sd) - 1) > 0.2, est
 
 
-def test_the_key_selection_sees_each_person_s_kept_keys_only(monkeypatch):
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_the_key_selection_sees_each_person_s_kept_keys_only(monkeypatch, engine):
     """One person holds 20,000 keys no one else holds; 300 persons hold "common". With the default selection
-    (``max_keys`` bounds each person before the set union), the union's histogram is built from at most
-    ``max_keys = 5`` keys per person, and none of the heavy person's keys is released in 3 releases (their 5
-    kept keys pass with probability at most delta = 1% in all); selecting from every key a person holds
-    releases some 15 of them per release."""
+    (``max_keys`` bounds each person where the data are, before the set union), the per-key sums the union is
+    built from count the heavy person on at most ``max_keys = 5`` keys (each held once), and none of them is
+    released in 3 releases (their 5 kept keys pass with probability at most delta = 1% in all); selecting
+    from every key a person holds releases some 15 of them per release."""
+    from userdp.engines import get_engine
+
     heavy = 20_000
     users = np.r_[np.zeros(heavy, dtype=np.int64), np.arange(1, 301)]
     keys = np.r_[np.array([f"h{j:05d}" for j in range(heavy)]), np.full(300, "common")]
     table = pa.table({"user": users, "key": keys})
-    degrees = []
-    real = union._histogram
+    eng = get_engine(engine)
+    seen = []
+    real = type(eng).bounded_item_sums
 
-    def histogram(offsets, items, *args):
-        degrees.append(int(np.diff(offsets).max()))
-        return real(offsets, items, *args)
+    def item_sums(self, data, cap, keep, weights):
+        labels, sums = real(self, data, cap, keep, weights)
+        heavy_rows = np.array([str(x).startswith("h") for x in labels], dtype=bool)
+        seen.append((cap, int(heavy_rows.sum()), int(sums[heavy_rows, 1].sum()), int(sums[~heavy_rows, 1].sum())))
+        return labels, sums
 
-    monkeypatch.setattr(union, "_histogram", histogram)
+    monkeypatch.setattr(type(eng), "bounded_item_sums", item_sums)
     for seed in range(3):
-        rel = releases.key_counts(table, 1.0, 1e-2, max_keys=5, rng=seed)
+        rel = releases.key_counts(table, 1.0, 1e-2, max_keys=5, engine=eng, rng=seed)
         assert list(rel.value["keys"]) == ["common"]
-    assert degrees == [5, 5, 5]
+    assert seen == [(5, 5, 5, 300)] * 3  # 5 of the heavy person's keys, each held once; "common" by 300
 
 
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
@@ -219,14 +225,14 @@ def test_the_samplers_get_the_three_way_split(monkeypatch, noise):
     ``L0 Linf`` (l1) or ``sqrt(L0) Linf`` (l2). The counts' delta counted whole (1.5 delta spent) is caught."""
     table = _two_keys_two_records(50, 40)
     cals, gems, mechs = [], [], []
-    real_select, real_choose = union._select, counts_module.choose_bounds
+    real_select, real_choose = union._select, counts_module.choose_bounds_from_kept
 
     def select(hist, cal, rng, held=None):
         cals.append(cal)
         return real_select(hist, cal, rng, held)
 
     def choose(*args, **kw):
-        gems.append(args[3:6])
+        gems.append(args[2:5])  # (kept, n_keys, epsilon_select, epsilon_counts, delta_counts, ...)
         return real_choose(*args, **kw)
 
     def record(name):
@@ -239,7 +245,7 @@ def test_the_samplers_get_the_three_way_split(monkeypatch, noise):
         return mech
 
     monkeypatch.setattr(union, "_select", select)
-    monkeypatch.setattr(counts_module, "choose_bounds", choose)
+    monkeypatch.setattr(counts_module, "choose_bounds_from_kept", choose)
     monkeypatch.setattr(counts_module, "gaussian_mechanism", record("gaussian_mechanism"))
     monkeypatch.setattr(counts_module, "laplace_mechanism", record("laplace_mechanism"))
     eps, delta = 4.0, 1e-4

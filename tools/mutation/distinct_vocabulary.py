@@ -25,8 +25,8 @@ MUTANTS: list[Mutant] = [
         "counts-select-keys-before-bounding",
         "contribution-bound",
         "vocabulary/counts.py",
-        "hist, held = _histogram(off_b, its_b, labels.size, cal, src)",
-        "hist, held = _histogram(offsets, keys, labels.size, cal, src)",
+        "lab, sums = item_sums(cap, partial(keyed_keep, streams, cap=cap), weights)",
+        "lab, sums = item_sums(1 << 30, partial(keyed_keep, streams, cap=cap), weights)",
         (_RC + "test_the_key_selection_sees_each_person_s_kept_keys_only",),
         "the keys are selected from every key a person holds, not from their max_keys kept keys: one person "
         "holding 10^6 keys gets one of them released",

@@ -254,8 +254,8 @@ MUTANTS: list[Mutant] = [
         "spark-per-user-steps-not-grouped",
         "engine-bounding",
         "engines/spark.py",
-        "return data.df.repartition(user).sortWithinPartitions(user).mapInPandas(run, schema)",
-        "return data.df.sortWithinPartitions(user).mapInPandas(run, schema)",
+        "return df.repartition(user).sortWithinPartitions(user).mapInPandas(run, schema)",
+        "return df.sortWithinPartitions(user).mapInPandas(run, schema)",
         (f"{_SPARK}::test_per_user_aggregates_gather_a_person_s_rows_from_every_partition",),
         "the per-user steps run on each partition as it is: a user whose rows lie in several partitions is "
         "bounded, normalized and randomized once per partition (one contribution per partition)",
@@ -315,4 +315,80 @@ MUTANTS: list[Mutant] = [
         "other items than every other engine keeps, so the engines' releases differ",
         (6,),
     ),
+    Mutant(
+        "spark-edges-driver-limit",
+        "refusal",
+        "engines/spark.py",
+        "        pdf = data.df.select(cols.user, cols.item).distinct().toPandas()  # (no size gate: see the module)",
+        "        d = data.df.select(cols.user, cols.item).distinct()\n        if d.count() > 60:\n"
+        "            raise DataError('the person-element edges exceed the driver limit')\n        pdf = d.toPandas()",
+        ("tests/engines/test_spark_engine.py::test_no_spark_release_is_refused_for_the_size_of_its_data",),
+        "Spark refuses the exact distinct count and the policy vocabulary above a number of edges: a dataset just "
+        "below releases, the same plus one person is refused (unbounded privacy loss on that pair)",
+        (5,),
+    ),
+    Mutant(
+        "spark-key-records-driver-limit",
+        "refusal",
+        "engines/spark.py",
+        "        pdf = data.df.groupBy(cols.user, cols.item).count().toPandas()",
+        "        d = data.df.groupBy(cols.user, cols.item).count()\n        if d.count() > 60:\n"
+        "            raise DataError('the (person, key) pairs exceed the driver limit')\n        pdf = d.toPandas()",
+        ("tests/engines/test_spark_engine.py::test_no_spark_release_is_refused_for_the_size_of_its_data",),
+        "Spark refuses the key counts above a number of (person, key) pairs: a data-dependent refusal",
+        (5,),
+    ),
+    Mutant(
+        "spark-distinct-default-collects-edges",
+        "refusal",
+        "releases/distinct.py",
+        'method = "bucketed" if eng.name == "spark" else "matching"',
+        'method = "matching"',
+        ("tests/engines/test_spark_engine.py::test_no_spark_release_is_refused_for_the_size_of_its_data",),
+        "the distinct count on Spark collects every edge on the driver by default instead of counting on the "
+        "executors",
+    ),
+    Mutant(
+        "duckdb-sizes-count-points-outside",
+        "engine-bounding",
+        "engines/duckdb.py",
+        "                 s AS (SELECT u, count(*) AS n FROM p GROUP BY u)",
+        "                 s AS (SELECT u, count(*) AS n FROM {data.view} GROUP BY u)",
+        ("tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition",),
+        "a user's size counts its points outside the box too: a user with points outside weighs less than 1 in "
+        "the DuckDB heatmap (the per-user mass bound the sensitivity rests on is no longer what is summed)",
+        (4,),
+    ),
+    Mutant(
+        "duckdb-carry-off-by-one",
+        "engine-bounding",
+        "engines/duckdb.py",
+        "        cut = int(other[-1]) + 1 if other.size else 0",
+        "        cut = int(other[-1]) if other.size else 0",
+        ("tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition",),
+        "DuckDB's ordered stream cuts a batch one row early: a user's rows are split over two batches, so per-user "
+        "steps (means, keyed bounding, sampling) see a user twice",
+        (4,),
+    ),
+    Mutant(
+        "duckdb-heavy-persons-one-past-the-cap",
+        "contribution-bound",
+        "engines/duckdb.py",
+        "HAVING count(*) > {cap}) h",
+        "HAVING count(*) > {cap} + 1) h",
+        ("tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition",),
+        "persons holding cap + 1 items fall between DuckDB's two paths of the bounded item sums",
+    ),
+    Mutant(
+        "duckdb-key-records-unordered",
+        "engine-bounding",
+        "engines/duckdb.py",
+        'GROUP BY u, {col} ORDER BY u"',
+        'GROUP BY u, {col}"',
+        ("tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition",),
+        "DuckDB's key records reach the per-person bounding unordered: a person's keys are split over batches and "
+        "bounded twice (up to twice L0 keys counted)",
+        (4,),
+    ),
 ]
+

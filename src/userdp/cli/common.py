@@ -53,12 +53,33 @@ def add_release_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--engine",
         choices=ENGINES,
-        default="memory",
-        help="where the data plane runs: memory (default), chunked (bounded memory; rows grouped by user) or spark",
+        default="auto",
+        help="where the data plane runs: auto (default: duckdb for input files of 256 MB or more, memory below), "
+        "memory, duckdb (embedded DuckDB: any row order, larger than memory, every core), chunked or spark; "
+        "every engine releases the same values",
+    )
+    p.add_argument(
+        "--memory-limit",
+        default=None,
+        metavar="SIZE",
+        help="DuckDB's memory limit, e.g. 4GB or 50%% (past it, DuckDB spills to disk); implies the duckdb engine "
+        "with --engine auto",
     )
     p.add_argument("--seed", type=SEED, default=None, help="seed the noise (demonstrations only: no privacy)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     ledger.add_option(p)
+
+
+def engine_of(args: argparse.Namespace) -> Any:
+    """The engine a release command asked for (``--engine``, ``--memory-limit``), checked before any data is
+    read: the engine's name, or a DuckDB engine with the memory limit."""
+    limit = getattr(args, "memory_limit", None)
+    if limit is None:
+        return args.engine
+    from ..engines import get_engine
+
+    source = getattr(args, "input", None) or getattr(args, "file", None)
+    return get_engine(args.engine, source, memory_limit=limit)
 
 
 def floats(text: str, n: int, name: str) -> list[float]:

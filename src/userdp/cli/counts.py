@@ -8,7 +8,16 @@ from pathlib import Path
 
 from .. import releases
 from ..errors import ParameterError
-from .common import DELTA, EPSILON, add_release_options, charge_and_write_csv, number, report, warn_seed
+from .common import (
+    DELTA,
+    EPSILON,
+    add_release_options,
+    charge_and_write_csv,
+    engine_of,
+    number,
+    report,
+    warn_seed,
+)
 from .vocabulary import _check_out
 
 
@@ -52,7 +61,7 @@ def cmd_counts(args: argparse.Namespace) -> int:
         bounds=args.bounds,
         noise=args.noise,
         max_keys=args.max_keys,
-        engine=args.engine,
+        engine=engine_of(args),
         rng=args.seed,
     )
     labels, counts = rel.value["keys"], rel.value["counts"]

@@ -24,6 +24,7 @@ from .common import (
     add_release_options,
     charge,
     console,
+    engine_of,
     floats,
     number,
     parse_bbox,
@@ -40,7 +41,7 @@ def _request(args: argparse.Namespace) -> dict:
         "samples": args.samples,
         "r": 0.05 if args.r_discrete is None else args.r_discrete,
         "allow_weaker": args.allow_weaker,
-        "engine": args.engine,
+        "engine": engine_of(args),
         "rng": args.seed,
         "user": args.user,
     }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .. import releases
-from .common import EPSILON, PROBABILITY, add_release_options, charge, number, report, warn_seed
+from .common import EPSILON, PROBABILITY, add_release_options, charge, engine_of, number, report, warn_seed
 
 
 def cmd_distinct(args: argparse.Namespace) -> int:
@@ -20,7 +20,7 @@ def cmd_distinct(args: argparse.Namespace) -> int:
         l_max=args.max_bound,
         method=args.method,
         n_buckets=args.buckets,
-        engine=args.engine,
+        engine=engine_of(args),
         rng=args.seed,
     )
     charge(args, rel)  # before anything is printed
@@ -29,8 +29,8 @@ def cmd_distinct(args: argparse.Namespace) -> int:
         "bound": int(rel.extras["bound"]),
         "epsilon": args.epsilon,
         "beta": args.beta,
-        "method": args.method,
-        **({"buckets": args.buckets} if args.method == "bucketed" else {}),
+        "method": rel.params["method"],
+        **({"buckets": args.buckets} if rel.params["method"] == "bucketed" else {}),
         "engine": args.engine,
         "guarantee": rel.guarantee.describe(),
         "confidence": rel.error.description,
@@ -63,9 +63,10 @@ def add_parser(sub) -> None:
     di.add_argument(
         "--method",
         choices=["matching", "greedy", "sampling", "bucketed"],
-        default="matching",
+        default=None,
         help="how DC(D; l) is counted: exact matching, greedy (Algorithm 2), random sampling, or exact matching "
-        "within public buckets of elements (on Spark, counted on the executors: no driver limit)",
+        "within public buckets of elements, counted on the executors on Spark (default: bucketed on Spark, "
+        "matching on the other engines)",
     )
     di.add_argument(
         "--buckets", type=number(int, 1, 2**20), default=16, help="the number of buckets of --method bucketed"

@@ -22,6 +22,7 @@ from .common import (
     add_release_options,
     charge,
     console,
+    engine_of,
     number,
     parse_bbox,
     print_json,
@@ -106,7 +107,7 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         top_percent=1.0 if args.top_percent is None else args.top_percent,
         coarse_side=args.dense_side,
         n_public=args.users,
-        engine=args.engine,
+        engine=engine_of(args),
         rng=args.seed,
     )
     rows, cols = rel.params["shape"]

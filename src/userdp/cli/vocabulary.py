@@ -8,7 +8,16 @@ from pathlib import Path
 
 from .. import releases
 from ..errors import ParameterError
-from .common import DELTA, EPSILON, add_release_options, charge_and_write_csv, number, report, warn_seed
+from .common import (
+    DELTA,
+    EPSILON,
+    add_release_options,
+    charge_and_write_csv,
+    engine_of,
+    number,
+    report,
+    warn_seed,
+)
 
 
 def _check_out(args: argparse.Namespace) -> Path | None:
@@ -37,7 +46,7 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
         noise=args.noise,
         policy=args.policy,
         count_fraction=args.count_fraction,
-        engine=args.engine,
+        engine=engine_of(args),
         rng=args.seed,
     )
     items, counts = rel.value["items"], rel.value["counts"]

@@ -3,33 +3,79 @@ per-user means, user sizes, person-element edges) and the per-user keyed transfo
 randomization). The releases ask an engine for these and do all noise, selection and reconstruction
 themselves, exactly once, on the driver.
 
-Three engines share one interface (:class:`Engine`) and give identical results: ``"memory"``
-(:class:`MemoryEngine`, the default), ``"chunked"`` (:class:`ChunkedEngine`, bounded memory over files of
-whole users) and ``"spark"`` (:class:`~userdp.engines.spark.SparkEngine`, imported only when asked for).
+The engines share one interface (:class:`Engine`) and give identical results, bit for bit: ``"memory"``
+(:class:`MemoryEngine`), ``"duckdb"`` (:class:`~userdp.engines.duckdb.DuckDBEngine`: an embedded DuckDB
+database, any row order, larger than memory, every core), ``"chunked"`` (:class:`ChunkedEngine`, bounded
+memory over files of whole users) and ``"spark"`` (:class:`~userdp.engines.spark.SparkEngine`, imported only
+when asked for). ``"auto"`` (the default) picks one by the input (:func:`get_engine`); the choice never changes
+a released value.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from .base import Columns, Engine, UserSizes
 from .chunked import ChunkedEngine, iter_user_chunks
 from .memory import MemoryEngine
 
-__all__ = ["ChunkedEngine", "Columns", "Engine", "MemoryEngine", "UserSizes", "get_engine", "iter_user_chunks"]
+__all__ = ["AUTO_FILE_BYTES", "ChunkedEngine", "Columns", "Engine", "MemoryEngine", "UserSizes", "get_engine",
+           "iter_user_chunks"]  # fmt: skip
 
-ENGINES = ("memory", "chunked", "spark")
+ENGINES = ("auto", "memory", "duckdb", "chunked", "spark")
+
+AUTO_FILE_BYTES = 256 << 20
+"""``engine="auto"`` reads input files of at least this many bytes in all with DuckDB, smaller ones in memory
+(``benchmarks/bench_engines.py`` measures where DuckDB overtakes; in memory a table takes several times its
+file's size, so past this size DuckDB's bounded memory matters as much as its speed)."""
 
 
-def get_engine(engine: Engine | str | None = None) -> Engine:
-    """The engine for an ``engine=`` argument: ``None`` or ``"memory"``, ``"chunked"``, ``"spark"`` (on the active
-    Spark session, or a new ``local[2]`` one), or an :class:`Engine` instance (returned as it is)."""
+def _input_bytes(source: Any) -> int | None:
+    """The bytes of the files a path, folder or glob names (``None`` for anything else, or a path with none)."""
+    import glob as globs
+    from pathlib import Path
+
+    if not isinstance(source, (str, Path)):
+        return None
+    text = str(source)
+    try:
+        if any(ch in text for ch in "*?["):
+            files = [Path(f) for f in globs.glob(text, recursive=True)]
+        else:
+            p = Path(text)
+            files = [q for q in p.rglob("*") if q.is_file()] if p.is_dir() else [p] if p.is_file() else []
+        return sum(f.stat().st_size for f in files if f.is_file()) if files else None
+    except OSError:
+        return None
+
+
+def get_engine(engine: Engine | str | None = None, source: Any = None, *, memory_limit: str | None = None) -> Engine:
+    """The engine for an ``engine=`` argument: ``None`` or ``"memory"``, ``"duckdb"`` (an embedded DuckDB
+    database: any row order, larger than memory, every core), ``"chunked"``, ``"spark"`` (on the active Spark
+    session, or a new ``local[2]`` one), or an :class:`Engine` instance (returned as it is).
+
+    ``None`` or ``"auto"``: the Spark engine for a Spark DataFrame, DuckDB for input files of at least
+    :data:`AUTO_FILE_BYTES` in all, the in-memory engine otherwise. ``memory_limit`` (``"4GB"``) is DuckDB's."""
     from ..errors import ParameterError
 
-    if engine is None or engine == "memory":
+    if engine is None or engine == "auto":
+        if type(source).__module__.startswith("pyspark"):
+            engine = "spark"
+        else:
+            size = _input_bytes(source)
+            engine = "duckdb" if (size is not None and size >= AUTO_FILE_BYTES) or memory_limit else "memory"
+    if memory_limit is not None and engine != "duckdb":
+        raise ParameterError("a memory limit (--memory-limit) applies to the DuckDB engine (--engine duckdb or auto)")
+    if engine == "memory":
         return MemoryEngine()
     if isinstance(engine, Engine):
         return engine
     if engine == "chunked":
         return ChunkedEngine()
+    if engine == "duckdb":
+        from .duckdb import DuckDBEngine
+
+        return DuckDBEngine(memory_limit=memory_limit)
     if engine == "spark":
         try:
             import pyspark  # noqa: F401

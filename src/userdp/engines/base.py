@@ -179,6 +179,18 @@ class Engine(ABC):
         Persons appear in the order of their keys; the aggregation runs where the data are."""
         raise NotImplementedError(f"the {self.name} engine cannot count records per key")
 
+    def key_record_sums(
+        self, data: Any, fn: Callable[[UserDataset, np.ndarray], tuple[np.ndarray, np.ndarray]], width: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per-label sums of ``fn`` over batches of whole persons' key records, computed where the data are.
+
+        ``fn(sets, mult)`` gets a batch of whole persons as :meth:`key_records` gives them (each person in
+        exactly one batch) and returns labels (text) and their ``(n, width)`` integer rows; the rows are added
+        up by label (:func:`merge_item_sums`). Per-person bounding runs inside ``fn``, so on Spark it runs on the
+        executors and only one row per label reaches the driver. ``fn`` must be picklable."""
+        sets, mult = self.key_records(data)
+        return merge_item_sums([fn(sets, mult)], width)
+
     @abstractmethod
     def sample_keyed(self, data: Any, s: int, streams: KeyedStreams) -> Any:
         """BoundedEMDReduction's projection: ``s`` items per user, drawn with replacement with the user's keyed

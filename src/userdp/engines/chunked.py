@@ -348,6 +348,12 @@ class ChunkedEngine(Engine):
             return key_records_from_triples(np.empty(0, dtype=np.int64), np.empty(0, dtype=object), np.empty(0))
         return key_records_from_triples(np.concatenate(users), np.concatenate(labels), np.concatenate(mults))
 
+    def key_record_sums(self, data: ChunkedTable, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
+        parts = []
+        for ds in data:  # every chunk holds whole users: each person's bounding is final
+            parts.append(fn(*memory.MemoryEngine().key_records(ds)))
+        return merge_item_sums(parts, int(width))
+
     def sample_keyed(self, data: ChunkedTable, s: int, streams: KeyedStreams) -> ChunkedTable:
         if isinstance(s, bool) or int(s) != s or s < 1:
             raise DataError(f"the per-user sample size must be at least 1, got {s}")

@@ -12,9 +12,12 @@ therefore recomputes exactly the same rows, while no user's stream can be predic
 (which travels to the executors inside the pickled task closure, and nowhere else). Privacy noise, selection
 and reconstruction run on the driver, once, in the releases.
 
-Driver memory: aggregates are small (a histogram, a grid's count table, one row per user for means); the
-exact distinct count collects the edge list and is refused above ``max_edges`` (default 5e7 edges); the
-bucketed distinct count (:meth:`SparkEngine.bucket_sums`) counts on the executors and has no such limit.
+Driver memory: aggregates are small (a histogram, a grid's count table, one row per user for means, one row per
+item or key). Nothing is refused for its size: a limit on a data-dependent size would make the refusal itself
+depend on the data (a dataset just below it releases, the same plus one person does not). The distinct count
+runs on the executors by default (:meth:`SparkEngine.bucket_sums`); the exact count asked for explicitly
+(``method="matching"``) and the policy vocabulary collect the deduplicated edges on the driver, whatever their
+number (the driver's memory is then the limit, as for any collect).
 """
 
 from __future__ import annotations
@@ -50,9 +53,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["SparkEngine", "SparkTable"]
 
-MAX_EDGES = 50_000_000
-
-
 @dataclass(frozen=True)
 class SparkTable:
     """The Spark engine's handle: a DataFrame holding the named columns (text already split into words), and
@@ -87,7 +87,7 @@ class SparkEngine(Engine):
 
     name = "spark"
 
-    def __init__(self, spark: SparkSession | None = None, master: str = "local[2]", max_edges: int = MAX_EDGES):
+    def __init__(self, spark: SparkSession | None = None, master: str = "local[2]"):
         if spark is None:
             from pyspark.sql import SparkSession
 
@@ -99,7 +99,6 @@ class SparkEngine(Engine):
                 .getOrCreate()
             )
         self.spark = spark
-        self.max_edges = int(max_edges)
 
     # -- input ------------------------------------------------------------------------------
     def read(self, path: str | Path, infer: bool = True) -> DataFrame:
@@ -194,17 +193,12 @@ class SparkEngine(Engine):
         return df.mapInPandas(split, schema)
 
     # -- whole users on the executors ---------------------------------------------------------
-    def _by_users(self, data: SparkTable, fn: Callable[[UserDataset], pd.DataFrame], schema) -> DataFrame:
-        """``fn`` on the executors, over datasets of whole users (the in-memory data plane's functions run
-        there): the table is partitioned by user and sorted within partitions, so each partition's rows
-        arrive in runs of whole users; a user's rows cut by a batch boundary are carried to the next batch.
-        A refusal (``UserDPError``) becomes a row whose ``_err`` column holds its message."""
+    @staticmethod
+    def _whole_users(df: DataFrame, user: str, apply: Callable[[pd.DataFrame], pd.DataFrame], schema) -> DataFrame:
+        """``apply`` on the executors, over pandas frames of whole users: the table is partitioned by user and
+        sorted within partitions, so each partition's rows arrive in runs of whole users; a user's rows cut by a
+        batch boundary are carried to the next batch."""
         import pandas as pd
-        import pyarrow as pa
-
-        cols, dom = data.columns, data.domain
-        user = cols.user
-        memory_cols = Columns(user, cols.item, cols.points)  # text is already split into words
 
         def run(batches):
             carry = None
@@ -218,10 +212,21 @@ class SparkEngine(Engine):
                 cut = int(other[-1]) + 1 if other.size else 0
                 carry = pdf.iloc[cut:]
                 if cut:
-                    yield _apply(pdf.iloc[:cut])
+                    yield apply(pdf.iloc[:cut])
             if carry is not None and len(carry):
-                yield _apply(carry)
+                yield apply(carry)
 
+        return df.repartition(user).sortWithinPartitions(user).mapInPandas(run, schema)
+
+    def _by_users(self, data: SparkTable, fn: Callable[[UserDataset], pd.DataFrame], schema) -> DataFrame:
+        """``fn`` on the executors, over datasets of whole users (the in-memory data plane's functions run
+        there; :meth:`_whole_users`). A refusal (``UserDPError``) becomes a row whose ``_err`` column holds its
+        message."""
+        import pandas as pd
+        import pyarrow as pa
+
+        cols, dom = data.columns, data.domain
+        memory_cols = Columns(cols.user, cols.item, cols.points)  # text is already split into words
         reports_errors = "_err" in schema.fieldNames()
 
         def _apply(pdf):
@@ -232,7 +237,7 @@ class SparkEngine(Engine):
                     raise
                 return pd.DataFrame({"_err": [str(exc)]}).reindex(columns=schema.fieldNames())
 
-        return data.df.repartition(user).sortWithinPartitions(user).mapInPandas(run, schema)
+        return self._whole_users(data.df, cols.user, _apply, schema)
 
     @staticmethod
     def _raise_errors(rows: list) -> list:
@@ -335,13 +340,7 @@ class SparkEngine(Engine):
         cols = data.columns
         if cols.item is None:
             raise DataError("distinct counting needs items that are ids (a finite domain)")
-        d = data.df.select(cols.user, cols.item).distinct()
-        if d.limit(self.max_edges + 1).count() > self.max_edges:
-            raise DataError(
-                f"the person-element edges exceed the driver limit {self.max_edges}; count on the executors "
-                "with method='bucketed' (--method bucketed)"
-            )
-        pdf = d.toPandas()
+        pdf = data.df.select(cols.user, cols.item).distinct().toPandas()  # (no size gate: see the module)
         return edges_from_pairs(pdf[cols.user].to_numpy(), pdf[cols.item].to_numpy())
 
     def bounded_item_sums(self, data: SparkTable, cap, keep, weights) -> tuple[np.ndarray, np.ndarray]:
@@ -383,17 +382,47 @@ class SparkEngine(Engine):
 
     def key_records(self, data: SparkTable) -> tuple[UserDataset, np.ndarray]:
         """The (person, key) record counts aggregate on the executors; one row per person and key reaches
-        the driver (within the same limit as :meth:`edges`)."""
+        the driver (no size gate: see the module)."""
         cols = data.columns
         if cols.item is None:
             raise DataError("counting records per key needs keys that are ids (a finite domain)")
-        d = data.df.groupBy(cols.user, cols.item).count()
-        if d.limit(self.max_edges + 1).count() > self.max_edges:
-            raise DataError(f"the (person, key) pairs exceed the driver limit {self.max_edges}")
-        pdf = d.toPandas()
+        pdf = data.df.groupBy(cols.user, cols.item).count().toPandas()
         return key_records_from_triples(
             pdf[cols.user].to_numpy(), pdf[cols.item].to_numpy(), pdf["count"].to_numpy(dtype=np.int64)
         )
+
+    def key_record_sums(self, data: SparkTable, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """The (person, key) record counts aggregate on the executors, and ``fn`` (the per-person bounding of key
+        counts) runs there too, on batches of whole persons; one row per label reaches the driver."""
+        import pandas as pd
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        cols = data.columns
+        if cols.item is None:
+            raise DataError("counting records per key needs keys that are ids (a finite domain)")
+        user, item = cols.user, cols.item
+        d = data.df.groupBy(user, F.col(item).cast("string").alias(item)).count()
+        names = [f"_w{c}" for c in range(int(width))]
+
+        def part(pdf: pd.DataFrame) -> pd.DataFrame:
+            sets, mult = key_records_from_triples(
+                pdf[user].to_numpy(), pdf[item].to_numpy(dtype=object), pdf["count"].to_numpy(dtype=np.int64)
+            )
+            lab, sums = fn(sets, mult)
+            sums = np.asarray(sums, dtype=np.int64).reshape(-1, len(names))
+            keys = np.asarray(lab, dtype=object).astype(str)
+            return pd.DataFrame({"_k": keys, **{n: sums[:, c] for c, n in enumerate(names)}})
+
+        schema = T.StructType([T.StructField("_k", T.StringType())] + [T.StructField(n, T.LongType()) for n in names])
+        summed = self._whole_users(d, user, part, schema).groupBy("_k").agg(*[F.sum(n).alias(n) for n in names])
+        rows = summed.collect()
+        if not rows:
+            return np.empty(0, dtype=object), np.zeros((0, len(names)), dtype=np.int64)
+        labels = np.array([r["_k"] for r in rows], dtype=object)
+        sums = np.array([[int(r[n]) for n in names] for r in rows], dtype=np.int64)
+        order = np.argsort(labels.astype(str), kind="stable")
+        return labels[order], sums[order]
 
     def bucket_sums(
         self,
@@ -405,7 +434,7 @@ class SparkEngine(Engine):
         width: int,
     ) -> np.ndarray:
         """A sum over public buckets of elements, every part computed on the executors; ``width`` numbers per
-        bucket reach the driver (the distinct count's path for graphs above the driver limit).
+        bucket reach the driver (the distinct count's default path on Spark).
 
         The person-element edges are deduplicated, with the elements as text (as :meth:`edges` reads them);
         ``bucket_of(labels)`` puts each element in a bucket; ``shares(offsets, edge_buckets)`` turns persons'

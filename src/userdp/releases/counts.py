@@ -2,13 +2,18 @@
 contribution bounds (keys per person ``L0``, records per key ``Linf``) chosen privately by GEM
 (:func:`userdp.vocabulary.private_key_counts`).
 
-The engine aggregates the records into one (person, key, records) row per person and key, on the Spark
-executors too; bounding, the choice of bounds and the noise run on the driver. Guarantee: ``(epsilon, delta)``-DP
-(pure with public keys and Laplace noise) for adding or removing one person with all of their records.
+Every per-person step runs where the data are (on Spark, on the executors), on batches of whole persons: the
+bounding of each person's keys to ``max_keys`` for the key selection
+(:meth:`~userdp.engines.Engine.bounded_item_sums`), the records each candidate bound keeps, and the bounded
+counts (:meth:`~userdp.engines.Engine.key_record_sums`). One row per key (or per candidate bound) reaches the
+driver, which selects, chooses the bounds and adds the noise (:func:`userdp.vocabulary.key_counts_from_sums`).
+Guarantee: ``(epsilon, delta)``-DP (pure with public keys and Laplace noise) for adding or removing one person
+with all of their records.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,7 +22,7 @@ from ..engines import Columns, Engine, get_engine
 from ..errors import ParameterError
 from ..noise import RngLike, resolve_rng
 from ..privacy.result import Release
-from ..vocabulary import BOUND_GRID, plan_key_counts, private_key_counts
+from ..vocabulary import BOUND_GRID, key_counts_from_sums, plan_key_counts
 
 __all__ = ["key_counts"]
 
@@ -64,22 +69,12 @@ def key_counts(
     plan_key_counts(epsilon, delta, bounds=bounds, noise=noise, public_keys=public is not None,
                     select_fraction=select_fraction, key_fraction=key_fraction, max_keys=max_keys,
                     l0s=l0s, linfs=linfs)  # fmt: skip  # every refusal before the data is read
-    eng = get_engine(engine)
-    sets, mult = eng.key_records(eng.load(source, Columns(user, key, tokenize=tokenize)))
-    return private_key_counts(
-        sets.offsets,
-        sets.items,
-        mult,
-        np.asarray(sets.domain.labels, dtype=object),
-        epsilon,
-        delta,
-        public_keys=public,
-        bounds=bounds,
-        noise=noise,
-        select_fraction=select_fraction,
-        key_fraction=key_fraction,
-        max_keys=max_keys,
-        l0s=l0s,
-        linfs=linfs,
+    plan = plan_key_counts(epsilon, delta, bounds=bounds, noise=noise, public_keys=public is not None,
+                           select_fraction=select_fraction, key_fraction=key_fraction, max_keys=max_keys,
+                           l0s=l0s, linfs=linfs)  # fmt: skip
+    eng = get_engine(engine, source)
+    data = eng.load(source, Columns(user, key, tokenize=tokenize))
+    return key_counts_from_sums(
+        partial(eng.bounded_item_sums, data), partial(eng.key_record_sums, data), plan, public_keys=public,
         rng=resolve_rng(rng),
-    )
+    )  # fmt: skip

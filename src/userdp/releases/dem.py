@@ -174,7 +174,7 @@ def linear(
             "samples (BoundedEMDReduction) wraps a bounded release: use it with model='central' (--model central); "
             "the local PrivEMDLinear release already holds for users holding any numbers of items"
         )
-    eng = get_engine(engine)
+    eng = get_engine(engine, source)
     data = eng.load(source, Columns(user, item, points), domain)
     src = resolve_rng(rng)
     if req.samples is not None:
@@ -213,7 +213,7 @@ def _randomized_counts(
     if len(domain) != space.size:
         raise ParameterError(f"the domain has {len(domain)} items but the metric has {space.size}")
     check_randomizer(space, randomizer)  # the metric and the randomizer, before any data
-    eng = get_engine(engine)
+    eng = get_engine(engine, source)
     data = eng.load(source, Columns(user, item), domain)
     src = resolve_rng(rng)
     streams = KeyedStreams.from_rng(src)

@@ -3,8 +3,9 @@
 
 The engine computes the deduplicated person-element edges; the flow (``DC(D; l)`` for every ``l``), the
 selection of ``l`` and the shifted Laplace count run on the driver (:func:`userdp.distinct.distinct_count`).
-With ``method="bucketed"`` on the Spark engine, the counts are summed over public buckets of elements, each
-counted on an executor (:func:`userdp.distinct.counting.dc_bucketed`), and only the sums reach the driver.
+With ``method="bucketed"`` (the default on the Spark engine), the counts are summed over public buckets of
+elements, each counted on an executor (:func:`userdp.distinct.counting.dc_bucketed`), and only the sums reach
+the driver.
 Guarantee: ``epsilon``-DP under adding or removing one person (all of their records).
 """
 
@@ -32,7 +33,7 @@ def distinct(
     tokenize: bool = False,
     beta: float = 0.05,
     l_max: int = 100,
-    method: str = "matching",
+    method: str | None = None,
     engine: Engine | str | None = None,
     rng: RngLike = None,
     n_buckets: int = 16,
@@ -50,13 +51,17 @@ def distinct(
         As in :func:`userdp.distinct.distinct_count`: the released value is a lower bound with probability at
         least ``1 - beta``; ``l_max`` is the largest contribution bound tried. ``method="bucketed"`` splits
         the elements into ``n_buckets`` public buckets; on the Spark engine every bucket is then counted on
-        the executors and the edge list never reaches the driver (no driver limit).
+        the executors and the edge list never reaches the driver. ``None`` (the default): ``"bucketed"`` on
+        Spark, ``"matching"`` (exact) on the other engines. The exact count on Spark (``"matching"``, asked for
+        explicitly) collects the deduplicated edges on the driver; nothing is refused for their number.
     engine, rng:
         As in :func:`userdp.releases.heatmap`.
     """
+    eng = get_engine(engine, source)
+    if method is None:  # on Spark the count runs on the executors unless the exact driver-side count is asked for
+        method = "bucketed" if eng.name == "spark" else "matching"
     check_parameters(epsilon, beta, l_max, method, n_buckets=n_buckets)
     l_max, n_buckets = int(l_max), int(n_buckets)
-    eng = get_engine(engine)
     data = eng.load(source, Columns(user, item, tokenize=tokenize))
     if method == "bucketed" and hasattr(eng, "bucket_sums"):  # the buckets counted where the data is
         counts = eng.bucket_sums(

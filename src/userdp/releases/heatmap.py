@@ -223,7 +223,7 @@ def heatmap(
     grid_box, shape = grid_of(box, resolution, cells)
     check_heatmap_parameters(epsilon, algorithm, shape, w=w, top_percent=top_percent, coarse_side=coarse_side,
                              n_public=n_public, drop_outside=drop_outside)  # fmt: skip
-    eng = get_engine(engine)
+    eng = get_engine(engine, source)
     data = eng.load(source, Columns(user, points=(lat, lon)))
     s = eng.grid_sum(data, grid_box, shape, drop_outside=True)
     rel = heatmap_of_grid(s, epsilon, algorithm, w=w, top_percent=top_percent, coarse_side=coarse_side,

@@ -40,6 +40,6 @@ def histogram(
         raise ParameterError("a central histogram protects add/remove or replace-one-user neighbours")
     # the calibration (public: epsilon, the relation's sensitivity, the domain's size) before any data is read
     calibrate_laplace(1.0 if nb is Neighbours.ADD_REMOVE_USER else 2.0, epsilon, dim=len(domain))
-    eng = get_engine(engine)
+    eng = get_engine(engine, source)
     total = eng.histogram_sum(eng.load(source, Columns(user, item), domain), normalize=True)
     return laplace_histogram(total, epsilon, nb, resolve_rng(rng))

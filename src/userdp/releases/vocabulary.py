@@ -53,7 +53,7 @@ def vocabulary(
         As in :func:`userdp.releases.heatmap`.
     """
     plan_vocabulary(epsilon, delta, max_items, noise, policy, count_fraction)  # every refusal before the data is read
-    eng = get_engine(engine)
+    eng = get_engine(engine, source)
     src = resolve_rng(rng)
     data = eng.load(source, Columns(user, item, tokenize=tokenize))
     if not policy:  # bounding and weights per person, then sums per item: on Spark's executors too

@@ -3,9 +3,13 @@ per-key counts with privately chosen contribution bounds."""
 
 from .counts import (
     BOUND_GRID,
+    bounded_counts_part,
     bounded_key_counts,
     choose_bounds,
+    choose_bounds_from_kept,
+    kept_grid_part,
     kept_records,
+    key_counts_from_sums,
     plan_key_counts,
     private_key_counts,
 )
@@ -30,9 +34,13 @@ from .union import (
 
 __all__ = [
     "BOUND_GRID",
+    "bounded_counts_part",
     "bounded_key_counts",
     "choose_bounds",
+    "choose_bounds_from_kept",
+    "kept_grid_part",
     "kept_records",
+    "key_counts_from_sums",
     "plan_key_counts",
     "private_key_counts",
     "UNIT",

@@ -30,6 +30,9 @@ own share of the budget. The three steps compose sequentially.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -41,6 +44,10 @@ from ..privacy.result import ErrorStatement, Release
 
 __all__ = [
     "BOUND_GRID",
+    "bounded_counts_part",
+    "choose_bounds_from_kept",
+    "kept_grid_part",
+    "key_counts_from_sums",
     "bounded_key_counts",
     "choose_bounds",
     "kept_records",
@@ -136,15 +143,80 @@ def choose_bounds(
 ) -> tuple[int, int, dict]:
     """The bounds ``(L0, Linf)`` chosen by GEM over the public grid ``l0s x linfs`` (see the module):
     ``epsilon_select``-DP. Returns ``(L0, Linf, details)`` with the scores and the candidates."""
+    kept = kept_records(offsets, mult, list(l0s), list(linfs)).reshape(-1)
+    return choose_bounds_from_kept(kept, n_keys, epsilon_select, epsilon_counts, delta_counts, noise, l0s, linfs,
+                                   beta, rng)  # fmt: skip
+
+
+def choose_bounds_from_kept(
+    kept: np.ndarray,
+    n_keys: int,
+    epsilon_select: float,
+    epsilon_counts: float,
+    delta_counts: float = 0.0,
+    noise: str = "laplace",
+    l0s: tuple[int, ...] = BOUND_GRID,
+    linfs: tuple[int, ...] = BOUND_GRID,
+    beta: float = 0.1,
+    rng: RngLike = None,
+) -> tuple[int, int, dict]:
+    """:func:`choose_bounds` from the kept records of every candidate (``kept[a * len(linfs) + b]`` for
+    ``(l0s[a], linfs[b])``: :func:`kept_records`, summed over the persons wherever they were counted)."""
     from ..distinct.release import gem_select
 
     grid = [(a, b) for a in l0s for b in linfs]
-    kept = kept_records(offsets, mult, list(l0s), list(linfs)).reshape(-1).astype(np.float64)
+    kept = np.asarray(kept, dtype=np.int64).reshape(-1).astype(np.float64)
     noise_abs = np.array([noise_mean_abs(a, b, epsilon_counts, delta_counts, noise, n_keys) for a, b in grid])
     q = kept - max(1, n_keys) * noise_abs
     sens = np.array([float(a * b) for a, b in grid])
     i, scores = gem_select(q, sens, epsilon_select, beta, rng)
     return grid[i][0], grid[i][1], {"candidates": grid, "scores": scores, "noise_mean_abs": noise_abs}
+
+
+# --------------------------------------------------------------------------------------------
+# The per-person parts: run where the data are (on Spark's executors too), on batches of whole persons
+# --------------------------------------------------------------------------------------------
+
+
+def _restricted(sets: Any, mult: np.ndarray, counted: np.ndarray):
+    """A batch's persons restricted to the ``counted`` keys (sorted text): their CSR offsets, the entries'
+    positions in ``counted`` and multiplicities, entries of a person in the order of their keys' text."""
+    lab = np.array([str(x) for x in np.asarray(sets.domain.labels, dtype=object)], dtype=object)
+    counted = np.asarray(counted, dtype=object)
+    if counted.size == 0 or lab.size == 0:
+        pos = np.full(lab.size, -1, dtype=np.int64)
+    else:
+        at = np.minimum(np.searchsorted(counted, lab), counted.size - 1)
+        pos = np.where(counted[at] == lab, at, -1).astype(np.int64)
+    codes = pos[np.asarray(sets.items, dtype=np.int64)] if sets.items.size else np.empty(0, dtype=np.int64)
+    deg = np.diff(np.asarray(sets.offsets, dtype=np.int64))
+    person = np.repeat(np.arange(deg.size), deg)
+    keep = codes >= 0
+    order = np.lexsort((lab[np.asarray(sets.items, dtype=np.int64)][keep], person[keep])) if keep.any() else None
+    person_k, codes_k = person[keep], codes[keep]
+    mult_k = np.asarray(mult, dtype=np.int64)[keep]
+    if order is not None:
+        person_k, codes_k, mult_k = person_k[order], codes_k[order], mult_k[order]
+    offsets_k = np.r_[0, np.cumsum(np.bincount(person_k, minlength=deg.size))].astype(np.int64)
+    return offsets_k, codes_k, mult_k
+
+
+def kept_grid_part(sets: Any, mult: np.ndarray, counted: np.ndarray, l0s: tuple[int, ...], linfs: tuple[int, ...]):
+    """One batch of whole persons' share of :func:`kept_records` over the ``counted`` keys, as one row (label
+    ``""``) for :meth:`userdp.engines.Engine.key_record_sums`."""
+    offsets_k, _, mult_k = _restricted(sets, mult, counted)
+    kept = kept_records(offsets_k, mult_k, list(l0s), list(linfs)).reshape(1, -1)
+    return np.array([""], dtype=object), kept
+
+
+def bounded_counts_part(sets: Any, mult: np.ndarray, counted: np.ndarray, l0: int, linf: int):
+    """One batch of whole persons' share of :func:`bounded_key_counts` over the ``counted`` keys: the keys it
+    counts and their records, for :meth:`userdp.engines.Engine.key_record_sums`."""
+    counted = np.asarray(counted, dtype=object)
+    offsets_k, codes_k, mult_k = _restricted(sets, mult, counted)
+    counts = bounded_key_counts(offsets_k, codes_k, mult_k, counted.size, l0, linf)
+    got = np.flatnonzero(counts > 0)
+    return counted[got], counts[got].reshape(-1, 1)
 
 
 def _check_grid(name: str, grid, distinct: bool = True) -> tuple[int, ...]:
@@ -285,7 +357,9 @@ def private_key_counts(
     plan = plan_key_counts(epsilon, delta, bounds=bounds, noise=noise, public_keys=public_keys is not None,
                            select_fraction=select_fraction, key_fraction=key_fraction, max_keys=max_keys,
                            l0s=l0s, linfs=linfs)  # fmt: skip
-    src = resolve_rng(rng)
+    from ..data import FiniteDomain, UserDataset
+    from ..engines.base import bounded_item_sums_of, merge_item_sums
+
     labels = np.asarray(labels)
     offsets = np.asarray(offsets, dtype=np.int64)
     keys = np.asarray(keys, dtype=np.int64)
@@ -294,43 +368,74 @@ def private_key_counts(
         raise ParameterError("key codes must lie in [0, len(labels))")
     if mult.size and mult.min() < 1:
         raise ParameterError("every multiplicity must be at least 1")
+    text = np.array([str(x) for x in labels], dtype=object)
+    persons = np.arange(offsets.size - 1)  # keyed by their position
+    sets = UserDataset(offsets, keys, persons, FiniteDomain(text, public=False))
+
+    def item_sums(cap, keep, weights):
+        return bounded_item_sums_of(sets, cap, keep, weights)
+
+    def record_sums(fn, width):
+        return merge_item_sums([fn(sets, mult)], width)
+
+    return key_counts_from_sums(item_sums, record_sums, plan, public_keys=public_keys, rng=rng)
+
+
+def key_counts_from_sums(
+    item_sums: Callable,
+    record_sums: Callable,
+    plan: dict,
+    *,
+    public_keys: np.ndarray | None = None,
+    rng: RngLike = None,
+) -> Release:
+    """The per-key counts release (:func:`private_key_counts`) from aggregates computed where the data are:
+    ``item_sums(cap, keep, weights)`` (:meth:`userdp.engines.Engine.bounded_item_sums` of the persons' keys: the
+    selection's per-person bounding) and ``record_sums(fn, width)`` (:meth:`userdp.engines.Engine.key_record_sums`:
+    the bounds' kept records and the bounded counts, person by person). Only sums over persons, one row per
+    key (the counted keys: public, or selected privately), reach this function. ``plan`` is
+    :func:`plan_key_counts`'s.
+
+    Each person's keys for the selection are bounded to ``max_keys`` by the person's keyed stream
+    (:func:`userdp.noise.keyed_keep`, a uniformly random subset: every engine keeps the same keys) before the
+    set union; the bounds and the counts see each person restricted to the counted keys."""
+    from ..noise import KeyedStreams, keyed_keep
+    from .union import _select, vocabulary_sum_columns
+
+    src = resolve_rng(rng)
+    noise = plan["noise"]
     if public_keys is not None:  # compared as text, as the engines code labels
         out_labels = np.unique(np.array([str(k) for k in public_keys], dtype=object)) if len(public_keys) else None
         if out_labels is None:
             raise ParameterError("public_keys is empty: list at least one key (or None to select them)")
-        labels = np.array([str(x) for x in labels], dtype=object)
-        pos = np.searchsorted(out_labels, labels)
-        pos_ok = pos < out_labels.size
-        code_map = np.where(pos_ok & (out_labels[np.minimum(pos, out_labels.size - 1)] == labels), pos, -1)
         how_keys = "public keys"
     else:
-        from .union import _histogram, _select, bound_contributions
-
-        kp = plan["key_plan"]
-        cal = kp["calibration"]
-        off_b, its_b = bound_contributions(offsets, keys, cal.max_items, src)
-        hist, held = _histogram(off_b, its_b, labels.size, cal, src)
-        chosen, _ = _select(hist, cal, src, held)
-        order = np.argsort(labels[chosen], kind="stable")
-        out_labels = labels[chosen][order]
-        code_map = np.full(labels.size, -1, dtype=np.int64)
-        code_map[chosen[order]] = np.arange(chosen.size)
+        cal = plan["key_plan"]["calibration"]
+        streams = KeyedStreams.from_rng(src)
+        cap = int(cal.max_items)
+        weights = partial(vocabulary_sum_columns, noise="gaussian")
+        lab, sums = item_sums(cap, partial(keyed_keep, streams, cap=cap), weights)
+        lab = np.array([str(x) for x in np.asarray(lab, dtype=object)], dtype=object)
+        sums = np.asarray(sums, dtype=np.int64).reshape(-1, 2)
+        chosen, _ = _select(sums[:, 0], cal, src, sums[:, 1] > 0)  # the selection sees each person's kept keys
+        out_labels = np.sort(lab[chosen]).astype(object)
         how_keys = "keys selected by the weighted Gaussian set union"
-    # restrict every person to the counted keys, then bound
-    new = code_map[keys] if keys.size else keys
-    keep = new >= 0
-    person = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
-    offsets_k = np.r_[0, np.cumsum(np.bincount(person[keep], minlength=offsets.size - 1))].astype(np.int64)
-    keys_k, mult_k = new[keep], mult[keep]
     n_keys = out_labels.size
     details = None
     eps_c, delta_c = plan["epsilon_counts"], plan["delta_counts"]
     if plan["auto"]:
-        l0, linf, details = choose_bounds(offsets_k, mult_k, n_keys, plan["epsilon_select"], eps_c, delta_c, noise,
-                                          plan["l0s"], plan["linfs"], rng=src)  # fmt: skip
+        width = len(plan["l0s"]) * len(plan["linfs"])
+        _, kept = record_sums(partial(kept_grid_part, counted=out_labels, l0s=plan["l0s"], linfs=plan["linfs"]), width)
+        kept = np.asarray(kept, dtype=np.int64).reshape(-1, width)
+        kept = kept[0] if kept.shape[0] else np.zeros(width, dtype=np.int64)
+        l0, linf, details = choose_bounds_from_kept(kept, n_keys, plan["epsilon_select"], eps_c, delta_c, noise,
+                                                    plan["l0s"], plan["linfs"], rng=src)  # fmt: skip
     else:
         l0, linf = plan["l0s"][0], plan["linfs"][0]
-    true = bounded_key_counts(offsets_k, keys_k, mult_k, n_keys, l0, linf).astype(np.float64)
+    got, per_key = record_sums(partial(bounded_counts_part, counted=out_labels, l0=l0, linf=linf), 1)
+    true = np.zeros(n_keys, dtype=np.float64)
+    if len(got):
+        true[np.searchsorted(out_labels, np.array([str(x) for x in got], dtype=object))] = np.asarray(per_key)[:, 0]
     if n_keys == 0:
         counts = true
         sd = 0.0

@@ -1,0 +1,622 @@
+"""The DuckDB engine: userdp's data plane on an embedded, out-of-core, multi-threaded SQL engine.
+
+Files (CSV, TSV, Parquet, JSON lines; a folder or a glob of them) and in-memory frames (Arrow, pandas, polars)
+are read by DuckDB, in **any row order**: no input needs to be sorted or grouped by user. DuckDB's hash
+aggregation and external sort use every core and spill to ``temp_directory`` past ``memory_limit``, so a
+table larger than memory runs in bounded memory.
+
+What each aggregate costs:
+
+* **In SQL** (one or two parallel scans, hash aggregations): the user sizes, the exact integer count tables
+  ``T[bin, size]`` behind the heatmap grid sum and the histogram sum (:func:`~userdp.engines.base.sum_table`
+  then turns them into floats exactly as every engine does), the deduplicated person-element edges, the
+  records per (person, key), and the per-item sums of the persons who hold at most ``cap`` items.
+* **On DuckDB's ordered stream** (``ORDER BY user``, read in batches of whole users): whatever needs a
+  person's items together in Python -- per-user query means (correctly rounded sums), the keyed bounding of
+  persons holding more than ``cap`` items, and the keyed per-user transformations (sampling with
+  replacement, item randomization) with everything computed after them. Each batch is a
+  :class:`~userdp.data.UserDataset` run through the in-memory engine's functions, and the batches' exact
+  aggregates are merged (:mod:`userdp.engines.streams`).
+
+Cells are computed in SQL with the in-memory engine's arithmetic, operation for operation
+(``floor((x - low) / width * rows)``, in doubles), the tokenizer is userdp's own (:func:`userdp.text.tokenize`,
+run on the stream, since no SQL engine's ``\\w`` and lower-casing are Python's), and every floating-point
+reduction runs in the shared functions: the same parameters and seed give bit-identical releases on the
+in-memory, DuckDB and Spark engines.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numba import njit
+
+from ..data import BoxDomain, FiniteDomain, UserDataset, group_by_user, to_arrow
+from ..errors import DataError, ParameterError
+from ..noise import KeyedStreams
+from . import memory, streams
+from .base import (
+    Columns,
+    Engine,
+    UserSizes,
+    bounded_item_sums_of,
+    check_grid,
+    edges_from_pairs,
+    key_records_from_triples,
+    merge_item_sums,
+    sum_table,
+    text_columns,
+)
+
+__all__ = ["DuckDBEngine", "DuckTable", "parse_memory_limit"]
+
+BATCH_ROWS = 1 << 20  # rows per batch of the ordered stream (a batch holds the complete users in it)
+
+_INTEGER = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT",
+            "UHUGEINT"}  # fmt: skip
+_FLOAT = {"FLOAT", "DOUBLE", "REAL"}
+_FORMATS = {"parquet": "parquet", "pq": "parquet", "csv": "csv", "tsv": "tsv", "txt": "csv", "json": "json",
+            "jsonl": "json", "ndjson": "json"}  # fmt: skip
+_SIZE_LIMIT = 1 << 31  # a user holds fewer than 2^31 items (count_table's key packing)
+
+
+_UNITS = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
+MIN_MEMORY_BYTES = 16 << 20  # below this DuckDB cannot hold one batch of a scan and would spill every row
+
+
+def parse_memory_limit(text: str | None) -> str | None:
+    """``"4GB"``, ``"512MB"``, ``"80%"`` (of the machine's memory) or ``None`` (DuckDB's default, 80%), checked
+    before anything is read (at least 16 MB, or 1%); returns DuckDB's spelling."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(%|[KMGT]i?B|B)?\s*", str(text), re.IGNORECASE)
+    unit = (m.group(2) or "B").upper().replace("IB", "B") if m else ""
+    value = float(m.group(1)) if m else 0.0
+    ok = m is not None and (1 <= value <= 100 if unit == "%" else value * _UNITS.get(unit, 0) >= MIN_MEMORY_BYTES)
+    if not ok:
+        raise ParameterError(f"--memory-limit takes a size of at least 16MB (such as 4GB) or a share of at least 1% "
+                             f"(such as 50%), got {text!r}")  # fmt: skip
+    return f"{m.group(1)}{unit}"
+
+
+def _quote(name: str) -> str:
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class DuckTable:
+    """The DuckDB engine's handle: a view with the columns ``u`` (the person), then ``c`` (item codes of a
+    declared domain), ``i`` (item values read off the data) or ``x0, x1, ...`` (point coordinates); the
+    domain; and the keyed per-user transformations to apply, in order, to every batch of whole users."""
+
+    view: str
+    columns: Columns
+    domain: FiniteDomain | BoxDomain | None
+    kind: str  # "codes" | "ids" | "points"
+    dim: int = 0
+    transforms: tuple[Callable[[UserDataset], UserDataset], ...] = field(default=())
+
+    def then(self, transform: Callable[[UserDataset], UserDataset]) -> DuckTable:
+        return replace(self, transforms=(*self.transforms, transform))
+
+    @property
+    def item_sql(self) -> str:
+        return {"codes": "c", "ids": "i"}.get(self.kind, ", ".join(f"x{j}" for j in range(self.dim)))
+
+
+class DuckDBEngine(Engine):
+    """An embedded DuckDB database as the data plane: any row order, larger than memory, every core.
+
+    Parameters
+    ----------
+    memory_limit:
+        DuckDB's memory limit (``"4GB"``, ``"80%"``; default DuckDB's, 80% of the machine). Past it, sorts and
+        aggregations spill to ``temp_directory``.
+    threads:
+        Threads DuckDB may use (default: every core).
+    temp_directory:
+        Where DuckDB spills (default: a ``.tmp`` folder DuckDB makes in the working directory... here: the
+        system's temporary folder).
+    batch_rows:
+        Rows per batch of the ordered stream.
+    """
+
+    name = "duckdb"
+
+    def __init__(
+        self,
+        memory_limit: str | None = None,
+        threads: int | None = None,
+        temp_directory: str | os.PathLike | None = None,
+        batch_rows: int = BATCH_ROWS,
+    ):
+        self.memory_limit = parse_memory_limit(memory_limit)
+        if threads is not None and (isinstance(threads, bool) or int(threads) != threads or threads < 1):
+            raise ParameterError(f"threads must be a positive integer, got {threads!r}")
+        if isinstance(batch_rows, bool) or int(batch_rows) != batch_rows or batch_rows < 1:
+            raise ParameterError("batch_rows must be a positive integer")
+        self.threads = None if threads is None else int(threads)
+        self.temp_directory = None if temp_directory is None else str(temp_directory)
+        self.batch_rows = int(batch_rows)
+        self._con = None
+        self._names = itertools.count()
+        self._frames: dict[str, Any] = {}
+
+    # -- the connection -------------------------------------------------------------------------
+    @property
+    def con(self):
+        if self._con is None:
+            import tempfile
+
+            import duckdb
+
+            config: dict[str, Any] = {"temp_directory": self.temp_directory or tempfile.gettempdir()}
+            if self.memory_limit is not None:
+                config["memory_limit"] = self.memory_limit
+            if self.threads is not None:
+                config["threads"] = self.threads
+            try:
+                self._con = duckdb.connect(":memory:", config=config)
+            except duckdb.Error as exc:
+                raise ParameterError(f"DuckDB refused its settings ({type(exc).__name__})") from None
+        return self._con
+
+    def _name(self, what: str) -> str:
+        return f"userdp_{what}_{next(self._names)}"
+
+    def _register(self, what: str, frame: Any) -> str:
+        """Register an in-memory Arrow table (zero copy) under a new name; returns the name."""
+        name = self._name(what)
+        self.con.register(name, frame)
+        self._frames[name] = frame
+        return name
+
+    def _sql(self, query: str, params: list | None = None):
+        """Run ``query``; DuckDB's errors become a :class:`DataError` naming only their kind (DuckDB's
+        messages can quote rows of the file)."""
+        import duckdb
+
+        try:
+            return self.con.execute(query, params or [])
+        except duckdb.Error as exc:
+            raise DataError(f"DuckDB could not read the data ({type(exc).__name__})") from None
+
+    def _arrow(self, query: str, params: list | None = None) -> pa.Table:
+        """The result of ``query`` as an Arrow table."""
+        import duckdb
+
+        try:
+            return self.con.sql(query, params=params or None).to_arrow_table()
+        except duckdb.Error as exc:
+            raise DataError(f"DuckDB could not read the data ({type(exc).__name__})") from None
+
+    def _reader(self, query: str) -> Iterator[pa.RecordBatch]:
+        """The result of ``query`` as a stream of Arrow batches, on a cursor of its own (the engine's
+        connection stays free for other queries while it streams)."""
+        import duckdb
+
+        try:
+            cur = self.con.cursor()
+            for name, frame in self._frames.items():  # registered frames are per connection
+                cur.register(name, frame)
+            reader = cur.sql(query).to_arrow_reader(self.batch_rows)
+            yield from reader
+        except duckdb.Error as exc:
+            raise DataError(f"DuckDB could not read the data ({type(exc).__name__})") from None
+
+    # -- input ----------------------------------------------------------------------------------
+    def _source(self, source: Any, columns: Columns, domain: Any) -> tuple[str, str]:
+        """A SQL table expression for ``source`` and what it is (``file`` or ``table``)."""
+        if isinstance(source, UserDataset):
+            source = source.to_arrow(columns.user, columns.item or "item")
+        if isinstance(source, (str, Path)):
+            return self._file(str(source), columns, domain), "file"
+        return self._register("frame", to_arrow(source)), "table"
+
+    def _file(self, path: str, columns: Columns, domain: Any) -> str:
+        globbed = any(ch in path for ch in "*?[")
+        p = Path(path)
+        if not globbed and not p.exists():
+            raise DataError(f"no such file: {path}")
+        target, probe = path, p
+        if not globbed and p.is_dir():
+            files = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(("_", ".")))
+            if not files:
+                raise DataError(f"{p.name} is an empty folder")
+            probe = files[0]
+            fmt = self._format(probe)
+            target = str(p / "**" / f"*{''.join(probe.suffixes)}")
+        else:
+            fmt = self._format(Path(path.split("*")[0]) if globbed and not Path(path).suffix else p)
+        if not globbed and p.is_file() and p.stat().st_size == 0:
+            raise DataError(f"{p.name} is empty (not even a header line)")
+        if probe.suffix.lower() in (".xz", ".bz2"):  # compressions DuckDB cannot read: through Arrow, in memory
+            from ..data import read_table
+
+            return self._register("frame", read_table(probe, text=text_columns(columns, domain)))
+        lit = "'" + target.replace("'", "''") + "'"
+        if fmt == "parquet":
+            return f"read_parquet({lit})"
+        if fmt == "json":
+            return f"read_json({lit}, format='newline_delimited')"
+        text = ", ".join(f"{_quote(c)}: 'VARCHAR'" for c in text_columns(columns, domain))
+        delim = "\\t" if fmt == "tsv" else ","
+        return f"read_csv({lit}, header=true, delim=E'{delim}', quote='\"', escape='\"', types={{{text}}})"
+
+    @staticmethod
+    def _format(path: Path) -> str:
+        sfx = [s.lower().lstrip(".") for s in path.suffixes if s.lower() not in (".gz", ".xz", ".bz2", ".zst")]
+        fmt = _FORMATS.get(sfx[-1] if sfx else "")
+        if fmt is None:
+            raise DataError(f"cannot tell the format of {path.name}; use a .parquet, .csv, .tsv or .jsonl file")
+        return fmt
+
+    def load(self, source: Any, columns: Columns, domain: FiniteDomain | BoxDomain | None = None) -> DuckTable:
+        from ..data import check_columns
+
+        if isinstance(source, UserDataset) and isinstance(domain, FiniteDomain):
+            if not memory._same_domain(source.domain, domain):
+                raise DataError("the dataset's item domain is not the declared one; build it with that domain")
+        names = columns.names  # refuses a Columns naming no items
+        src, what = self._source(source, columns, domain)
+        described = self._sql(f"DESCRIBE SELECT * FROM {src}").fetchall()
+        check_columns(names, [r[0] for r in described], what)
+        types = {r[0]: str(r[1]).upper() for r in described}
+        user = self._user_expr(columns.user, types[columns.user])
+        view = self._name("view")
+        if columns.points:
+            exprs = []
+            for j, c in enumerate(columns.points):
+                t = types[c]
+                if not (t in _INTEGER or t in _FLOAT or t.startswith("DECIMAL")):
+                    raise DataError(f"coordinate column {c!r} has type {t.lower()}; it must be numeric")
+                exprs.append(f"CAST({_quote(c)} AS DOUBLE) AS x{j}")
+            self._sql(f"CREATE VIEW {view} AS SELECT {user} AS u, {', '.join(exprs)} FROM {src}")
+            self._refuse_missing(view, ["u", *[f"x{j}" for j in range(len(columns.points))]], names)
+            finite = " OR ".join(f"NOT isfinite(x{j})" for j in range(len(columns.points)))
+            if self._any(f"SELECT 1 FROM {view} WHERE {finite} LIMIT 1"):
+                raise DataError("point coordinates contain NaN or inf")
+            if isinstance(domain, BoxDomain):
+                if domain.dim != len(columns.points):
+                    raise DataError(f"box has dimension {domain.dim} but points have {len(columns.points)}")
+                outside = " OR ".join(
+                    f"x{j} < {float(lo)!r}::DOUBLE OR x{j} > {float(hi)!r}::DOUBLE"
+                    for j, (lo, hi) in enumerate(zip(domain.low, domain.high, strict=True))
+                )
+                if self._any(f"SELECT 1 FROM {view} WHERE {outside} LIMIT 1"):
+                    raise DataError(
+                        f"some points lie outside the declared box {domain.low} .. {domain.high}; "
+                        "pass a larger public box or drop them explicitly"
+                    )
+            return DuckTable(view, columns, domain, "points", len(columns.points))
+        t = types[columns.item]
+        if t.startswith("ENUM"):
+            item = f"CAST({_quote(columns.item)} AS VARCHAR)"
+        elif t == "VARCHAR" or t in _INTEGER - {"HUGEINT", "UHUGEINT"}:
+            item = _quote(columns.item)
+        else:
+            raise DataError(
+                f"item column {columns.item!r} has type {t.lower()}; ids must be strings or integers"
+                + ("" if columns.tokenize else " (use items=[...] for point coordinates)")
+            )
+        if columns.tokenize and t != "VARCHAR" and not t.startswith("ENUM"):
+            raise DataError(f"--tokenize needs a text column; {columns.item!r} has type {t.lower()}")
+        self._sql(f"CREATE VIEW {view} AS SELECT {user} AS u, {item} AS i FROM {src}")
+        self._refuse_missing(view, ["u", "i"], names)
+        if columns.tokenize:
+            view = self._words(view)
+        if isinstance(domain, FiniteDomain):
+            return self._coded(view, columns, domain)
+        return DuckTable(view, columns, domain, "ids")
+
+    def _user_expr(self, name: str, t: str) -> str:
+        if t == "VARCHAR" or t.startswith("ENUM"):
+            return f"CAST({_quote(name)} AS VARCHAR)"
+        if t in _INTEGER:
+            return f"CAST({_quote(name)} AS BIGINT)"
+        if t in _FLOAT or t.startswith("DECIMAL"):
+            raise DataError("person ids must be strings or integers, not floating-point numbers")
+        raise DataError(f"unsupported user key type {t.lower()}; person ids must be strings or integers")
+
+    def _any(self, query: str) -> bool:
+        return bool(self._sql(query).fetchall())
+
+    def _refuse_missing(self, view: str, cols: list[str], names: list[str]) -> None:
+        cond = " OR ".join(f"{c} IS NULL" for c in cols)
+        if self._any(f"SELECT 1 FROM {view} WHERE {cond} LIMIT 1"):
+            raise DataError(f"columns {names} have missing values")
+
+    def _words(self, view: str) -> str:
+        """A table of one row per (person, word) of the view's texts, split by userdp's tokenizer on DuckDB's
+        stream (in batches), then stored (spillable) in DuckDB."""
+        from ..text import tokenize_column
+
+        utype = self.con.sql(f"SELECT u FROM {view} LIMIT 0").to_arrow_table().schema.field("u").type
+        schema = pa.schema([("u", utype), ("i", pa.large_string())])
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for b in self._reader(f"SELECT u, i FROM {view}"):
+                if b.num_rows == 0:
+                    continue
+                counts, words = tokenize_column(b.column("i"))  # tokenize() on every row, compiled
+                keys = pa.array(np.repeat(b.column("u").to_numpy(zero_copy_only=False), counts),
+                                type=schema.field("u").type)  # fmt: skip
+                yield pa.RecordBatch.from_arrays([keys, words.cast(pa.large_string())], schema=schema)
+
+        stream = pa.RecordBatchReader.from_batches(schema, batches())
+        table = self._name("words")
+        self.con.register(table + "_in", stream)
+        self._sql(f"CREATE TABLE {table} AS SELECT u, CAST(i AS VARCHAR) AS i FROM {table}_in")
+        self.con.unregister(table + "_in")
+        return table
+
+    def _coded(self, view: str, columns: Columns, domain: FiniteDomain) -> DuckTable:
+        """The view's items as codes of the declared domain (labels matched as text); an item outside it is
+        refused, as the in-memory engine refuses it."""
+        labels = pa.array([str(x) for x in domain.labels], type=pa.string())
+        dom = self._register("domain", pa.table({"t": labels, "c": pa.array(np.arange(len(domain)), pa.int64())}))
+        if self._any(f"SELECT 1 FROM {view} v ANTI JOIN {dom} d ON CAST(v.i AS VARCHAR) = d.t LIMIT 1"):
+            raise DataError("some item values are not in the declared domain")
+        coded = self._name("view")
+        self._sql(f"CREATE VIEW {coded} AS SELECT v.u, d.c FROM {view} v JOIN {dom} d ON CAST(v.i AS VARCHAR) = d.t")
+        return DuckTable(coded, columns, domain, "codes")
+
+    # -- the ordered stream of whole users --------------------------------------------------------
+    def chunks(self, data: DuckTable) -> Iterator[UserDataset]:
+        """The table as datasets of whole users (DuckDB's ``ORDER BY user``, cut after each batch's last
+        complete user), each through the handle's transformations."""
+        for t in _whole_users(self._reader(f"SELECT u, {data.item_sql} FROM {data.view} ORDER BY u")):
+            yield self._dataset(data, t)
+
+    def _dataset(self, data: DuckTable, t: pa.Table) -> UserDataset:
+        users = t.column("u").to_numpy(zero_copy_only=False)
+        if data.kind == "points":
+            items = np.column_stack([t.column(f"x{j}").to_numpy() for j in range(data.dim)])
+            offsets, order, keys = group_by_user(users)
+            ds = UserDataset(offsets, items[order], keys, data.domain)
+        elif data.kind == "codes":
+            offsets, order, keys = group_by_user(users)
+            ds = UserDataset(offsets, t.column("c").to_numpy()[order], keys, data.domain)
+        else:
+            ds = UserDataset.from_arrays(users, t.column("i").to_numpy(zero_copy_only=False))
+        for f in data.transforms:
+            ds = f(ds)
+        return ds
+
+    def _stream(self, data: DuckTable) -> streams.Stream:
+        return streams.Stream(lambda: self.chunks(data), data.domain)
+
+    # -- aggregates -------------------------------------------------------------------------------
+    def _sizes(self, data: DuckTable, where: str = "") -> str:
+        return f"SELECT u, count(*) AS n FROM {data.view} {where} GROUP BY u"
+
+    def user_sizes(self, data: DuckTable) -> UserSizes:
+        if data.transforms:
+            return streams.user_sizes(self._stream(data))
+        lo, hi, n = self._sql(f"SELECT min(n), max(n), count(*) FROM ({self._sizes(data)})").fetchall()[0]
+        return UserSizes(int(lo or 0), int(hi or 0), int(n))
+
+    def _table(self, query: str, params: list, length: int) -> np.ndarray:
+        """``sum_table`` of the ``(bin, size, count)`` rows ``query`` gives (one row per distinct pair)."""
+        t = self._arrow(query, params)
+        bins = t.column("b").to_numpy().astype(np.int64)
+        sizes = t.column("n").to_numpy().astype(np.int64)
+        counts = t.column("k").to_numpy().astype(np.int64)
+        if sizes.size and (sizes.max() >= _SIZE_LIMIT or sizes.min() < 1 or bins.min() < 0 or bins.max() >= length):
+            raise DataError("a user holds more than 2^31 items, or a bin or size is out of range")
+        return sum_table(*_sorted_table(bins, sizes, counts, int(length)), length)
+
+    def grid_sum(
+        self, data: DuckTable, box: BoxDomain, shape: int | tuple[int, int], drop_outside: bool = False
+    ) -> np.ndarray:
+        if data.kind != "points" or data.dim != 2:
+            raise DataError("heatmaps need 2-D point items (e.g. lat, lon)")
+        rows, cols = check_grid(box, shape)
+        if data.transforms:
+            return streams.grid_sum(self._stream(data), box, (rows, cols), drop_outside)
+        (l0, l1), (h0, h1) = (float(v) for v in box.low), (float(v) for v in box.high)
+        inside = "x0 >= $1 AND x0 <= $3 AND x1 >= $2 AND x1 <= $4"
+        params = [l0, l1, h0, h1]
+        if not drop_outside and self._any_params(f"SELECT 1 FROM {data.view} WHERE NOT ({inside}) LIMIT 1", params):
+            raise DataError(memory._OUTSIDE)
+        # the in-memory engine's cell arithmetic, operation for operation (metrics.spaces._grid_pass)
+        r = "least(greatest(CAST(floor((x0 - $1) / $5 * $7) AS BIGINT), 0), $7 - 1)"
+        c = "least(greatest(CAST(floor((x1 - $2) / $6 * $8) AS BIGINT), 0), $8 - 1)"
+        query = f"""
+            WITH p AS (SELECT u, {r} * $8 + {c} AS b FROM {data.view} WHERE {inside}),
+                 s AS (SELECT u, count(*) AS n FROM p GROUP BY u)
+            SELECT b, n, count(*) AS k FROM p JOIN s USING (u) GROUP BY b, n"""
+        params = [l0, l1, h0, h1, h0 - l0, h1 - l1, rows, cols]
+        return self._table(query, params, rows * cols).reshape(rows, cols)
+
+    def _any_params(self, query: str, params: list) -> bool:
+        return bool(self._sql(query, params).fetchall())
+
+    def histogram_sum(self, data: DuckTable, normalize: bool = True) -> np.ndarray:
+        if data.kind != "codes" or not data.domain.public:
+            raise DataError("this release needs ids in a public finite domain; declare the domain")
+        if data.transforms:
+            return streams.histogram_sum(self._stream(data), normalize)
+        if normalize:
+            sizes = self._sizes(data)
+            query = f"SELECT c AS b, n, count(*) AS k FROM {data.view} JOIN ({sizes}) USING (u) GROUP BY c, n"
+        else:
+            query = f"SELECT c AS b, 1 AS n, count(*) AS k FROM {data.view} GROUP BY c"
+        return self._table(query, [], len(data.domain))
+
+    def per_user_mean(self, data: DuckTable, query: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        return streams.per_user_mean(self._stream(data), query)
+
+    def edges(self, data: DuckTable) -> UserDataset:
+        if data.kind == "points":
+            raise DataError("distinct counting needs items that are ids (a finite domain)")
+        if data.transforms:
+            return streams.edges(self._stream(data))
+        if data.kind == "codes":
+            t = self._arrow(f"SELECT DISTINCT u, c FROM {data.view}")
+            labels = np.asarray(data.domain.labels, dtype=object)[t.column("c").to_numpy()]
+        else:
+            t = self._arrow(f"SELECT DISTINCT u, i FROM {data.view}")
+            labels = t.column("i").to_numpy(zero_copy_only=False)
+        return edges_from_pairs(t.column("u").to_numpy(zero_copy_only=False), labels)
+
+    def key_records(self, data: DuckTable) -> tuple[UserDataset, np.ndarray]:
+        if data.kind == "points":
+            raise DataError("counting records per key needs keys that are ids (a finite domain)")
+        if data.transforms:
+            return streams.key_records(self._stream(data))
+        col = "c" if data.kind == "codes" else "i"
+        t = self._arrow(f"SELECT u, {col} AS i, count(*) AS k FROM {data.view} GROUP BY u, {col}")
+        labels = t.column("i").to_numpy(zero_copy_only=False)
+        if data.kind == "codes":
+            labels = np.asarray(data.domain.labels, dtype=object)[labels]
+        return key_records_from_triples(
+            t.column("u").to_numpy(zero_copy_only=False), labels, t.column("k").to_numpy().astype(np.int64)
+        )
+
+    def key_record_sums(self, data: DuckTable, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """The (person, key) record counts grouped by DuckDB, read in batches of whole persons, ``fn`` on each."""
+        if data.kind == "points":
+            raise DataError("counting records per key needs keys that are ids (a finite domain)")
+        if data.transforms:
+            return streams.key_record_sums(self._stream(data), fn, width)
+        col = "c" if data.kind == "codes" else "i"
+        parts = []
+        query = f"SELECT u, {col} AS i, count(*) AS k FROM {data.view} GROUP BY u, {col} ORDER BY u"
+        for t in _whole_users(self._reader(query)):
+            sets, mult = key_records_from_triples(
+                t.column("u").to_numpy(zero_copy_only=False), self._labels(data, t.column("i")),
+                t.column("k").to_numpy().astype(np.int64),
+            )  # fmt: skip
+            parts.append(fn(sets, mult))
+        return merge_item_sums(parts, int(width))
+
+    def bounded_item_sums(self, data: DuckTable, cap, keep, weights) -> tuple[np.ndarray, np.ndarray]:
+        """Persons holding at most ``cap`` distinct items keep them all: their weights are summed per item in
+        SQL (one weight row per kept count, joined). Persons holding more are bounded by their keyed streams
+        on DuckDB's ordered stream of those persons only."""
+        if data.kind == "points":
+            raise DataError("a set union needs items that are ids (a finite domain)")
+        cap = int(cap)
+        width = int(np.asarray(weights(np.ones(1, dtype=np.int64))).shape[1])
+        if data.transforms:
+            return streams.bounded_item_sums(self._stream(data), cap, keep, weights, width)
+        col = "CAST(c AS BIGINT)" if data.kind == "codes" else "i"
+        pairs = self._name("pairs")
+        self._sql(f"CREATE TABLE {pairs} AS SELECT DISTINCT u, {col} AS i FROM {data.view}")
+        try:
+            ks = np.arange(1, cap + 1, dtype=np.int64)
+            w = np.asarray(weights(ks), dtype=np.int64)
+            if w.ndim != 2 or w.shape != (cap, width):
+                raise ParameterError("weights must map the persons' kept counts to one row per person")
+            wt = self._register("weights", pa.table({"k": ks, **{f"w{j}": w[:, j] for j in range(width)}}))
+            sums = ", ".join(f"sum(w{j})::BIGINT AS w{j}" for j in range(width))
+            light = self._arrow(f"""
+                WITH d AS (SELECT u, count(*) AS k FROM {pairs} GROUP BY u)
+                SELECT p.i, {sums} FROM {pairs} p JOIN d USING (u) JOIN {wt} USING (k) GROUP BY p.i""")
+            parts = [(self._labels(data, light.column("i")), np.column_stack(
+                [light.column(f"w{j}").to_numpy().astype(np.int64) for j in range(width)]
+            ).reshape(-1, width))]  # fmt: skip
+            heavy = self._reader(f"""
+                SELECT p.u, p.i FROM {pairs} p JOIN (SELECT u FROM {pairs} GROUP BY u HAVING count(*) > {cap}) h
+                USING (u) ORDER BY p.u""")
+            for ds in _whole_users(heavy):
+                labels = self._labels(data, ds.column("i"))
+                sets = edges_from_pairs(ds.column("u").to_numpy(zero_copy_only=False), labels)
+                parts.append(bounded_item_sums_of(sets, cap, keep, weights))
+            return merge_item_sums(parts, width)
+        finally:
+            self._sql(f"DROP TABLE IF EXISTS {pairs}")
+
+    @staticmethod
+    def _labels(data: DuckTable, col: pa.ChunkedArray) -> np.ndarray:
+        values = col.to_numpy(zero_copy_only=False)
+        if data.kind == "codes":
+            return np.asarray(data.domain.labels, dtype=object)[values.astype(np.int64)]
+        return values
+
+    def sample_keyed(self, data: DuckTable, s: int, streams_: KeyedStreams) -> DuckTable:
+        if isinstance(s, bool) or int(s) != s or s < 1:
+            raise DataError(f"the per-user sample size must be at least 1, got {s}")
+        return data.then(lambda ds, s=int(s): memory.sample_keyed(ds, s, streams_) if ds.n_users else ds)
+
+    def randomize_keyed(
+        self, data: DuckTable, randomizer: Any, streams_: KeyedStreams, m: int | None = None
+    ) -> DuckTable:
+        if data.kind != "codes":
+            raise DataError("keyed item randomization needs items from a public finite domain; declare it")
+        return data.then(lambda ds: memory.randomize_keyed(ds, randomizer, streams_, m))
+
+
+@njit(cache=True)
+def _sorted_table(bins, sizes, counts, n_bins):
+    """The rows ``(bins, sizes, counts)`` (distinct ``(bin, size)`` pairs, in any order) as count_table's sorted
+    keys ``bin * 2^31 + size`` and totals: a counting sort on the bin, then a sort of each bin's sizes (an
+    insertion sort when they are few; a sort of all the keys took four times as long)."""
+    n = bins.size
+    start = np.zeros(n_bins + 1, np.int64)
+    for r in range(n):
+        start[bins[r] + 1] += 1
+    for b in range(n_bins):
+        start[b + 1] += start[b]
+    fill = start[:-1].copy()
+    sz = np.empty(n, np.int64)
+    ct = np.empty(n, np.int64)
+    for r in range(n):
+        b = bins[r]
+        j = fill[b]
+        sz[j] = sizes[r]
+        ct[j] = counts[r]
+        fill[b] = j + 1
+    keys = np.empty(n, np.int64)
+    totals = np.empty(n, np.int64)
+    k = 0
+    for b in range(n_bins):
+        lo, hi = start[b], start[b + 1]
+        if hi - lo > 32:  # many sizes in one bin: a real sort (insertion sort would be quadratic)
+            order = np.argsort(sz[lo:hi]) + lo
+            sz[lo:hi], ct[lo:hi] = sz[order], ct[order]
+        for i in range(lo + 1, hi):  # insertion sort by size (a bin holds few sizes; sorted above if many)
+            s, c = sz[i], ct[i]
+            j = i - 1
+            while j >= lo and sz[j] > s:
+                sz[j + 1] = sz[j]
+                ct[j + 1] = ct[j]
+                j -= 1
+            sz[j + 1] = s
+            ct[j + 1] = c
+        for i in range(lo, hi):
+            if i > lo and sz[i] == sz[i - 1]:  # (rows of equal pairs are added: the table is exact either way)
+                totals[k - 1] += ct[i]
+            else:
+                keys[k] = (np.int64(b) << 31) | sz[i]
+                totals[k] = ct[i]
+                k += 1
+    return keys[:k], totals[:k]
+
+
+def _whole_users(reader: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """Tables of whole users from a stream ordered by ``u``."""
+    carry: pa.Table | None = None
+    for batch in reader:
+        t = pa.Table.from_batches([batch])
+        if carry is not None and carry.num_rows:
+            t = pa.concat_tables([carry, t])
+        if t.num_rows == 0:
+            continue
+        u = t.column("u").to_numpy(zero_copy_only=False)
+        other = np.flatnonzero(u != u[-1])
+        cut = int(other[-1]) + 1 if other.size else 0
+        carry = t.slice(cut)
+        if cut:
+            yield t.slice(0, cut)
+    if carry is not None and carry.num_rows:
+        yield carry
