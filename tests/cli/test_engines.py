@@ -51,8 +51,8 @@ def small_chunks(monkeypatch):
     chunks = []
 
     class SmallChunks(ChunkedEngine):
-        def __init__(self, rows_per_chunk: int = 37):
-            super().__init__(rows_per_chunk)
+        def __init__(self, rows_per_chunk: int = 37, **duckdb):
+            super().__init__(rows_per_chunk, **duckdb)
 
         def load(self, source, columns, domain=None):
             table = super().load(source, columns, domain)

@@ -1,5 +1,5 @@
-"""The chunked engine: whole users per chunk, aggregates equal to the in-memory ones, bounded-memory releases,
-refusals."""
+"""The chunked engine (DuckDB's ordered stream of whole users): whole users per chunk in any row order,
+aggregates equal to the in-memory ones and to brute force, bounded-memory releases, refusals."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ def test_chunks_hold_whole_users_and_sums_are_identical(points_file, rows):
 
 
 def test_csv_and_jsonl_are_read_in_chunks(tmp_path, points_file):
-    """CSV and JSON lines are read in batches of at most ``rows_per_chunk`` rows (the reader's blocks of about
-    1 MB are cut), each chunk of whole users, and give the in-memory grid sums."""
+    """CSV and JSON lines are read in batches of about ``rows_per_chunk`` rows (not the reader's blocks of about
+    1 MB), each chunk of whole users, and give the in-memory grid sums."""
     t = pq.read_table(points_file)
     pcsv.write_csv(t, tmp_path / "p.csv")
     with open(tmp_path / "p.jsonl", "w") as fh:
@@ -101,9 +101,6 @@ def test_chunked_refusals(tmp_path, points_file):
     dom = FiniteDomain(np.arange(4))
     space = ClusteredMetric(2, 2, 0.3)
     eng = ChunkedEngine(2)
-    ungrouped = pa.table({"user": [1, 1, 2, 2, 1], "item": [0, 1, 2, 3, 0]})
-    with pytest.raises(DataError, match="two chunks"):
-        releases.itemwise(ungrouped, space, dom, 2.0, engine=eng)
     with pytest.raises(DataError, match="public number"):
         releases.itemwise(pa.table({"user": [1, 1, 2], "item": [0, 1, 2]}), space, dom, 2.0, engine=eng)
     with pytest.raises(ParameterError):
@@ -119,8 +116,7 @@ def test_chunked_refusals(tmp_path, points_file):
         ChunkedEngine(0)
     path = tmp_path / "ungrouped.parquet"
     pq.write_table(pa.table({"u": [1, 1, 2, 2, 1], "lat": [0.1] * 5, "lon": [0.2] * 5}), path)
-    with pytest.raises(DataError, match="two chunks"):
-        eng.grid_sum(eng.load(path, POINTS, BOX), BOX, 4)
+    assert eng.grid_sum(eng.load(path, POINTS, BOX), BOX, 4).sum() == pytest.approx(2.0)  # any order: 2 users
     pq.write_table(pa.table({"u": [1], "lat": [5.0], "lon": [0.2]}), tmp_path / "out.parquet")
     with pytest.raises(DataError, match="outside"):
         eng.grid_sum(eng.load(tmp_path / "out.parquet", POINTS, BOX), BOX, 4)
@@ -164,12 +160,12 @@ def test_a_user_larger_than_a_chunk_stays_whole(tmp_path):
 def test_count_tables_merged_chunk_by_chunk_equal_the_whole_table(monkeypatch, min_rows):
     """The chunked engine's running (bin, size) table, merged by linear merges of sorted tables as often as
     every chunk or only at the end, gives the same sums, bit for bit, as the table of all rows at once."""
-    from userdp.engines import chunked
+    from userdp.engines import streams
     from userdp.engines.base import sum_by_size
 
-    monkeypatch.setattr(chunked, "_MERGE_MIN_ROWS", min_rows)
+    monkeypatch.setattr(streams, "_MERGE_MIN_ROWS", min_rows)
     rng = np.random.default_rng(7)
-    rows, bins, sizes = chunked._Rows(), [], []
+    rows, bins, sizes = streams._Rows(), [], []
     for _ in range(40):
         n = int(rng.integers(0, 400))
         b, s = rng.integers(0, 300, n), rng.integers(1, int(rng.integers(2, 40)), n)
@@ -179,40 +175,6 @@ def test_count_tables_merged_chunk_by_chunk_equal_the_whole_table(monkeypatch, m
     got = rows.total(300)
     assert np.array_equal(got, sum_by_size(np.concatenate(bins), np.concatenate(sizes), None, 300))
     assert rows.size and np.all(np.diff(rows.keys[: rows.size]) > 0)
-
-
-def test_seen_users_kept_as_runs_still_refuse_a_user_seen_before():
-    """Integer user keys in order are kept as runs of consecutive values (a few numbers for a file of users
-    numbered in order), and a chunk that goes back still finds every earlier key, gaps and extremes included."""
-    from userdp.engines.chunked import _SeenUsers
-
-    big = np.iinfo(np.int64)
-    chunks = [np.arange(c * 1000, c * 1000 + 900, dtype=np.int64) for c in range(50)]
-    chunks.append(np.array([10**12, 10**12 + 2, big.max], dtype=np.int64))
-    seen = _SeenUsers()
-    for c in chunks:
-        seen.add(c)
-    assert seen.nbytes < 2000  # 50 chunks of runs and one of 3 keys, not 45,003 keys
-    assert np.array_equal(np.sort(seen._all()), np.concatenate(chunks))
-    gapped = _SeenUsers()
-    gapped.add(np.arange(0, 20_000, 2, dtype=np.int64))  # runs of one would double it: kept as keys
-    assert gapped.nbytes == 10_000 * 8
-    for back in ([899], [49_001, 10**12 + 1], [big.max - 1, 10**12 + 2], [5, 10**13]):
-        keys = np.array(back, dtype=np.int64)
-        expect_refusal = bool(np.isin(keys, np.concatenate(chunks)).any())
-        fresh = _SeenUsers()
-        for c in chunks:
-            fresh.add(c)
-        if expect_refusal:
-            with pytest.raises(DataError, match="two chunks"):
-                fresh.add(keys)
-        else:
-            fresh.add(keys)
-            assert np.array_equal(np.sort(fresh._all()), np.union1d(np.concatenate(chunks), keys))
-    low = _SeenUsers()
-    low.add(np.array([big.min, big.min + 1, 0], dtype=np.int64))
-    with pytest.raises(DataError, match="two chunks"):
-        low.add(np.array([big.min + 1], dtype=np.int64))
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,42 +227,24 @@ def _ungrouped_tables():
         yield pa.table({"u": rng.integers(0, 5, n) * 10, "x": rng.choice(list("abcde"), n)})
 
 
-def test_a_person_split_over_two_chunks_is_refused_or_counted_once():
-    """Rows not grouped by person, read in every batch size: each read is either refused ("two chunks") or
-    counts every person once (the brute-force sums, a person's rows all in one chunk) -- never a person split
-    in two, which would add two distributions of mass 1 (twice the sensitivity). The case of the review's
-    survivor: person 2's rows split so that the second chunk *starts* with person 2, the largest key of the
-    first chunk (a check ``keys[0] >= top`` takes that chunk for one in sorted order and accepts it)."""
-    refused = 0
-    for t, table in enumerate(_ungrouped_tables()):
+def test_rows_in_any_order_count_each_person_once():
+    """Rows not grouped by person, read in every batch size: each read counts every person once (the
+    brute-force sums; a person's rows all in one chunk) -- never a person split in two, which would add two
+    distributions of mass 1 (twice the sensitivity) -- and is never refused for its row order. The case of the
+    review's survivor: person 2's rows come back after person 3."""
+    for table in _ungrouped_tables():
         for rows in range(1, table.num_rows + 2):
-            try:
-                _assert_histograms(ChunkedEngine(rows), table)
-            except DataError as exc:
-                assert "two chunks" in str(exc)
-                refused += 1
-                continue
-            assert not (t == 0 and rows == 3), "the chunks [1, 2] and [3, 2, 4] were accepted"
-    assert refused >= 10  # not vacuous: many of these reads cut a person
+            _assert_histograms(ChunkedEngine(rows), table)
+            want = brute.by_person(table["u"], table["x"])
+            chunks = list(iter_user_chunks(table, "u", "x", domain=LETTERS, rows_per_chunk=rows))
+            keys = [k for c in chunks for k in c.user_ids.tolist()]
+            assert keys == sorted(want), "a person in two chunks, or chunks out of order"
     first = next(_ungrouped_tables())
     chunks = iter_user_chunks(first, "u", "x", domain=LETTERS, rows_per_chunk=3)
-    assert next(chunks).user_ids.tolist() == [1, 2]
-    with pytest.raises(DataError, match="two chunks"):
-        next(chunks)  # [3, 2, 4]: sorted, it starts with 2, the first chunk's largest key
-    with pytest.raises(DataError, match="two chunks"):  # the release's own path
-        releases.histogram(first, LETTERS, 1.0, user="u", item="x", engine=ChunkedEngine(3), rng=1)
-
-
-@pytest.mark.parametrize("keys", [[1, 2, 2, 3], ["a", "b", "b", "c"], [7, 9, 9, 10]])
-def test_seen_users_refuse_a_chunk_starting_with_the_last_key(keys):
-    """The contiguity check itself: a chunk whose smallest key equals the largest key seen so far is a person
-    seen before (integers, text, and integers kept as runs)."""
-    from userdp.engines.chunked import _SeenUsers
-
-    seen = _SeenUsers()
-    seen.add(np.array(keys[:2]))
-    with pytest.raises(DataError, match="two chunks"):
-        seen.add(np.array(keys[2:]))
+    assert [c.user_ids.tolist() for c in chunks] == [[1], [2, 3, 4], [5]]  # person 2: both rows in one chunk
+    a = releases.histogram(first, LETTERS, 1.0, user="u", item="x", engine=ChunkedEngine(3), rng=1)
+    b = releases.histogram(first, LETTERS, 1.0, user="u", item="x", engine="memory", rng=1)
+    assert np.array_equal(a.value, b.value)
 
 
 def test_chunked_user_sizes_see_the_smallest_person_in_any_chunk():

@@ -122,8 +122,8 @@ def test_each_keyed_step_reads_the_person_s_own_stream_for_its_own_purpose():
     for rows in (1, 4):
         eng = ChunkedEngine(rows)
         data = eng.load(table, Columns("user", "item"), dom)
-        runs[rows] = (list(eng.randomize_keyed(data, _StreamWords(k), streams)),
-                      list(eng.sample_keyed(data, 6, streams)))  # fmt: skip
+        runs[rows] = (list(eng.chunks(eng.randomize_keyed(data, _StreamWords(k), streams))),
+                      list(eng.chunks(eng.sample_keyed(data, 6, streams))))  # fmt: skip
     for randomized, samples in runs.values():
         assert sorted(p for p, _ in persons(randomized)) == sorted(groups)
         for person, got in persons(randomized):
@@ -152,7 +152,7 @@ def test_a_bounded_randomization_refuses_persons_of_another_size_than_m():
         data = eng.randomize_keyed(eng.load(pa.table({"u": users, "x": users % 4}), Columns("u", "x"), dom), gk,
                                    streams, m=2)  # fmt: skip
         with pytest.raises(DataError, match="public number of items"):
-            list(data)
+            list(eng.chunks(data))
     ok = memory.randomize_keyed(UserDataset.from_arrays(np.repeat(np.arange(6), 2), np.arange(12) % 4, dom), gk,
                                 streams, m=2)  # fmt: skip
     assert list(ok.counts()) == [2] * 6

@@ -72,7 +72,8 @@ def test_each_user_is_one_unit_of_mass_and_a_user_with_no_point_inside_adds_noth
     chunk (a user weighing its number of points)."""
     eng = "memory" if engine == "memory" else ChunkedEngine(2)
     if engine == "chunked":  # six chunks of one user each, not one chunk holding everyone
-        assert [ds.n_users for ds in eng.load(_table(USERS), Columns("user", points=("lat", "lon")))] == [1] * 6
+        data = eng.load(_table(USERS), Columns("user", points=("lat", "lon")))
+        assert [ds.n_users for ds in eng.chunks(data)] == [1] * 6
     rel = releases.heatmap(_table(USERS), BOX, (4, 4), 1.0, drop_outside=True, engine=eng, rng=1)
     ((s, algorithm),) = grid_sums
     assert algorithm == "auto"

@@ -336,6 +336,6 @@ def test_keyed_bounding_is_uniform_per_person_and_the_same_in_every_engine():
             expect[w] = (a + (UNIT // len(mine)), b + 1)
     assert list(labels) == sorted(expect) and [tuple(r) for r in sums] == [expect[w] for w in sorted(expect)]
     ch = ChunkedEngine(rows_per_chunk=17)
-    assert sum(1 for _ in ch.load(table, Columns("user", "item"))) > 5  # persons spread over many chunks
+    assert sum(1 for _ in ch.chunks(ch.load(table, Columns("user", "item")))) > 5  # persons over many chunks
     labels2, sums2 = ch.bounded_item_sums(ch.load(table, Columns("user", "item")), 3, keep, weights)
     assert list(labels2) == sorted(expect) and [tuple(r) for r in sums2] == [expect[w] for w in sorted(expect)]

@@ -13,42 +13,22 @@ _GUARDS = "tests/releases/test_release_guards.py"
 MUTANTS: list[Mutant] = [
     # -- the chunked engine: whole users per chunk ----------------------------------------------------
     Mutant(
-        "chunked-contiguity-off-by-one",
+        "chunked-stream-not-ordered-by-user",
         "engine-bounding",
-        "engines/chunked.py",
-        "monotone = bool(keys[0] > self.top)",
-        "monotone = bool(keys[0] >= self.top)",
+        "engines/duckdb.py",
+        'for t in _whole_users(self._reader(f"SELECT u, {data.item_sql} FROM {data.view} ORDER BY u")):',
+        'for t in _whole_users(self._reader(f"SELECT u, {data.item_sql} FROM {data.view}")):',
         (
-            f"{_CHUNKED}::test_seen_users_refuse_a_chunk_starting_with_the_last_key",
-            f"{_CHUNKED}::test_a_person_split_over_two_chunks_is_refused_or_counted_once",
+            f"{_CHUNKED}::test_rows_in_any_order_count_each_person_once",
+            f"{_CHUNKED}::test_every_chunking_keeps_each_person_whole",
         ),
-        "a user whose rows are split across two chunks, the second starting with that user, is accepted: "
-        "their contribution is counted twice (twice the sensitivity)",
-    ),
-    Mutant(
-        "chunked-carry-off-by-one",
-        "engine-bounding",
-        "engines/chunked.py",
-        "start = int(other[-1]) + 1 if other.size else 0",
-        "start = int(other[-1]) if other.size else 0",
-        (f"{_CHUNKED}::test_every_chunking_keeps_each_person_whole",),
-        "the carry to the next chunk takes the previous user's last row with the last user: every file of "
-        "grouped users is split (refused), or, were the contiguity check also off, counted twice",
-    ),
-    Mutant(
-        "chunked-seen-runs-off-by-one",
-        "engine-bounding",
-        "engines/chunked.py",
-        "n = hi - lo + 1",
-        "n = hi - lo",
-        (f"{_CHUNKED}::test_seen_users_kept_as_runs_still_refuse_a_user_seen_before",),
-        "users kept as runs of consecutive keys forget each run's last key: a user whose rows come back in a "
-        "later chunk is accepted as a new user (two contributions)",
+        "the ordered stream of whole users is read in the file's order: a person whose rows are not contiguous "
+        "is split over chunks and counted twice (twice the sensitivity)",
     ),
     Mutant(
         "chunked-user-sizes-first-chunk",
         "engine-bounding",
-        "engines/chunked.py",
+        "engines/streams.py",
         "lo = int(c.min()) if lo is None else min(lo, int(c.min()))",
         "lo = int(c.min()) if lo is None else lo",
         (f"{_CHUNKED}::test_chunked_user_sizes_see_the_smallest_person_in_any_chunk",),
@@ -211,7 +191,7 @@ MUTANTS: list[Mutant] = [
         "engines/memory.py",
         "ds.require_equal_sizes() != m",
         "ds.require_equal_sizes() < m",
-        (f"{_GUARDS}::test_a_stream_whose_persons_grow_between_passes_is_refused",),
+        (f"{_GUARDS}::test_a_source_whose_persons_grow_between_passes_is_refused",),
         "users holding more than the public m are randomized under m's guarantee (each contributes more "
         "items than the bound)",
     ),
@@ -331,9 +311,9 @@ MUTANTS: list[Mutant] = [
         "spark-key-records-driver-limit",
         "refusal",
         "engines/spark.py",
-        "        pdf = data.df.groupBy(cols.user, cols.item).count().toPandas()",
-        "        d = data.df.groupBy(cols.user, cols.item).count()\n        if d.count() > 60:\n"
-        "            raise DataError('the (person, key) pairs exceed the driver limit')\n        pdf = d.toPandas()",
+        '        d = data.df.groupBy(user, F.col(item).cast("string").alias(item)).count()',
+        '        d = data.df.groupBy(user, F.col(item).cast("string").alias(item)).count()\n'
+        "        if d.count() > 60:\n            raise DataError('the (person, key) pairs exceed the driver limit')",
         ("tests/engines/test_spark_engine.py::test_no_spark_release_is_refused_for_the_size_of_its_data",),
         "Spark refuses the key counts above a number of (person, key) pairs: a data-dependent refusal",
         (5,),

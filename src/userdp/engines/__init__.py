@@ -5,10 +5,10 @@ themselves, exactly once, on the driver.
 
 The engines share one interface (:class:`Engine`) and give identical results, bit for bit: ``"memory"``
 (:class:`MemoryEngine`), ``"duckdb"`` (:class:`~userdp.engines.duckdb.DuckDBEngine`: an embedded DuckDB
-database, any row order, larger than memory, every core), ``"chunked"`` (:class:`ChunkedEngine`, bounded
-memory over files of whole users) and ``"spark"`` (:class:`~userdp.engines.spark.SparkEngine`, imported only
-when asked for). ``"auto"`` (the default) picks one by the input (:func:`get_engine`); the choice never changes
-a released value.
+database, any row order, larger than memory, every core), ``"chunked"`` (:class:`ChunkedEngine`: the DuckDB
+engine computing every aggregate on its ordered stream of whole users, in bounded memory) and ``"spark"``
+(:class:`~userdp.engines.spark.SparkEngine`, imported only when asked for). ``"auto"`` (the default) picks
+one by the input (:func:`get_engine`); the choice never changes a released value.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _input_bytes(source: Any) -> int | None:
 
 
 def get_engine(engine: Engine | str | None = None, source: Any = None, *, memory_limit: str | None = None) -> Engine:
-    """The engine for an ``engine=`` argument: ``None`` or ``"memory"``, ``"duckdb"`` (an embedded DuckDB
+    """The engine for an ``engine=`` argument: ``"memory"``, ``"duckdb"`` (an embedded DuckDB
     database: any row order, larger than memory, every core), ``"chunked"``, ``"spark"`` (on the active Spark
     session, or a new ``local[2]`` one), or an :class:`Engine` instance (returned as it is).
 
@@ -64,14 +64,16 @@ def get_engine(engine: Engine | str | None = None, source: Any = None, *, memory
         else:
             size = _input_bytes(source)
             engine = "duckdb" if (size is not None and size >= AUTO_FILE_BYTES) or memory_limit else "memory"
-    if memory_limit is not None and engine != "duckdb":
-        raise ParameterError("a memory limit (--memory-limit) applies to the DuckDB engine (--engine duckdb or auto)")
+    if memory_limit is not None and engine not in ("duckdb", "chunked"):
+        raise ParameterError(
+            "a memory limit (--memory-limit) applies to the DuckDB engines (--engine duckdb, chunked or auto)"
+        )
     if engine == "memory":
         return MemoryEngine()
     if isinstance(engine, Engine):
         return engine
     if engine == "chunked":
-        return ChunkedEngine()
+        return ChunkedEngine(memory_limit=memory_limit)
     if engine == "duckdb":
         from .duckdb import DuckDBEngine
 

@@ -219,7 +219,42 @@ class DuckDBEngine(Engine):
             source = source.to_arrow(columns.user, columns.item or "item")
         if isinstance(source, (str, Path)):
             return self._file(str(source), columns, domain), "file"
+        if callable(source):
+            return self._stored(source, columns), "stream"
         return self._register("frame", to_arrow(source)), "table"
+
+    def _stored(self, source: Callable[[], Iterable[Any]], columns: Columns) -> str:
+        """A stream (a zero-argument callable returning an iterator of Arrow record batches or tables, e.g.
+        from a database cursor) read once into a DuckDB table, spillable past the memory limit; its name."""
+        from ..data import check_columns
+
+        names = list(dict.fromkeys(columns.names))
+        schema: list[pa.Schema] = []
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for part in source():
+                t = pa.Table.from_batches([part]) if isinstance(part, pa.RecordBatch) else to_arrow(part)
+                check_columns(columns.names, t.column_names, "stream")
+                t = t.select(names)
+                if schema and t.schema != schema[0]:
+                    try:
+                        t = t.cast(schema[0])
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+                        raise DataError("the stream's column types change between batches") from None
+                schema[:1] = schema or [t.schema]
+                yield from t.to_batches()
+
+        it = batches()
+        head = next(it, None)
+        if head is None:
+            raise DataError("the stream yields no batch (give at least an empty one with its columns)")
+        name = self._name("stream")
+        self.con.register(name + "_in", pa.RecordBatchReader.from_batches(head.schema, itertools.chain([head], it)))
+        try:
+            self._sql(f"CREATE TABLE {name} AS SELECT * FROM {name}_in")
+        finally:
+            self.con.unregister(name + "_in")
+        return name
 
     def _file(self, path: str, columns: Columns, domain: Any) -> str:
         globbed = any(ch in path for ch in "*?[")

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from ..data import BoxDomain, FiniteDomain, UserDataset
 from ..errors import DataError
@@ -17,11 +18,12 @@ from . import memory
 from .base import (
     UserSizes,
     bounded_item_sums_of,
+    count_table,
     edges_from_pairs,
     key_records_from_triples,
     merge_item_sums,
+    sum_table,
 )
-from .chunked import _Rows
 
 __all__ = ["Stream", "user_sizes", "grid_sum", "histogram_sum", "per_user_mean", "edges", "bounded_item_sums",
            "key_records", "key_record_sums"]  # fmt: skip
@@ -108,3 +110,123 @@ def key_records(data: Stream) -> tuple[UserDataset, np.ndarray]:
     if not users:
         return key_records_from_triples(np.empty(0, dtype=np.int64), np.empty(0, dtype=object), np.empty(0))
     return key_records_from_triples(np.concatenate(users), np.concatenate(labels), np.concatenate(mults))
+
+
+_MERGE_MIN_ROWS = 1 << 20  # count-table rows that may wait before a merge
+
+
+@njit(cache=True)
+def _merge_tables(ka: np.ndarray, ta: np.ndarray, kb: np.ndarray, tb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two count tables (sorted, distinct keys; integer totals) merged into one: equal keys add up. Two walks,
+    the first to size the output exactly, so the merge holds the inputs and the result and nothing more."""
+    n = i = j = 0
+    while i < ka.size and j < kb.size:
+        if ka[i] <= kb[j]:
+            j += ka[i] == kb[j]
+            i += 1
+        else:
+            j += 1
+        n += 1
+    n += (ka.size - i) + (kb.size - j)
+    keys = np.empty(n, np.int64)
+    totals = np.empty(n, np.int64)
+    n = i = j = 0
+    while i < ka.size and j < kb.size:
+        if ka[i] < kb[j]:
+            keys[n], totals[n] = ka[i], ta[i]
+            i += 1
+        elif ka[i] > kb[j]:
+            keys[n], totals[n] = kb[j], tb[j]
+            j += 1
+        else:
+            keys[n], totals[n] = ka[i], ta[i] + tb[j]
+            i += 1
+            j += 1
+        n += 1
+    while i < ka.size:
+        keys[n], totals[n] = ka[i], ta[i]
+        i += 1
+        n += 1
+    while j < kb.size:
+        keys[n], totals[n] = kb[j], tb[j]
+        j += 1
+        n += 1
+    return keys, totals
+
+
+@njit(cache=True)
+def _merge_into(keys: np.ndarray, totals: np.ndarray, m: int, kb: np.ndarray, tb: np.ndarray) -> int:
+    """The table ``kb, tb`` merged into the table held in ``keys[:m], totals[:m]`` (both sorted, distinct
+    keys), in place: the buffers must hold ``m + kb.size`` rows. Merges from the back, so no row is
+    overwritten before it is read, then closes the gap equal keys left. Returns the merged table's length."""
+    assert keys.size >= m + kb.size and totals.size >= m + kb.size and tb.size == kb.size
+    i, j, w = m - 1, kb.size - 1, m + kb.size - 1
+    while j >= 0:
+        if i >= 0 and keys[i] > kb[j]:
+            keys[w], totals[w] = keys[i], totals[i]
+            i -= 1
+        elif i >= 0 and keys[i] == kb[j]:
+            keys[w], totals[w] = keys[i], totals[i] + tb[j]
+            i -= 1
+            j -= 1
+        else:
+            keys[w], totals[w] = kb[j], tb[j]
+            j -= 1
+        w -= 1
+    gap = w - i  # rows i+1..w are free: the merged rows after them move down
+    if gap > 0:
+        n = m + kb.size
+        for r in range(w + 1, n):
+            keys[r - gap] = keys[r]
+            totals[r - gap] = totals[r]
+    return m + kb.size - gap
+
+
+class _Rows:
+    """The exact ``(bin, size)`` count table of :func:`~userdp.engines.base.sum_by_size`, built chunk by chunk:
+    each chunk's rows are reduced to its table at once (sorted keys, integer totals); the chunks' tables wait
+    until they outgrow a quarter of the running table, are merged with each other, and then merged into the
+    running table in place (integer sums, no sort; its buffers grow by ``realloc``, which moves large arrays'
+    pages without copying them). Memory holds one chunk, the running table and the tables waiting."""
+
+    def __init__(self) -> None:
+        self.keys = np.empty(0, np.int64)  # the running table's buffers; its rows are [:self.size]
+        self.totals = np.empty(0, np.int64)
+        self.size = 0
+        self.waiting: list[tuple[np.ndarray, np.ndarray]] = []
+        self.pending = 0  # rows waiting
+
+    def add(self, bins: np.ndarray, sizes: np.ndarray) -> None:
+        keys, totals = count_table(bins, sizes)
+        # copies: the table may be a view of a much larger buffer of runs, which would stay alive while waiting
+        self.waiting.append((np.array(keys, dtype=np.int64), np.array(totals, dtype=np.int64)))
+        self.pending += keys.size
+        if self.pending > max(_MERGE_MIN_ROWS, self.size // 4):
+            self._merge()
+
+    def _merge(self) -> None:
+        tables, self.waiting, self.pending = self.waiting, [], 0
+        while len(tables) > 1:  # pairwise, so each row is copied about log2(tables) times
+            merged = []
+            for i in range(0, len(tables) - 1, 2):
+                (ka, ta), (kb, tb) = tables[i], tables[i + 1]
+                tables[i] = tables[i + 1] = None  # each pair is freed as soon as it is merged
+                merged.append(_merge_tables(ka, ta, kb, tb))
+                del ka, ta, kb, tb
+            tables = merged + tables[len(tables) - len(tables) % 2 :]
+        if not tables:
+            return
+        kb, tb = tables.pop()
+        need = self.size + kb.size
+        if self.keys.size < need:
+            grow = max(need, self.keys.size + self.keys.size // 4)
+            # realloc in place. refcheck=False because a tracer or debugger holds extra references and would make
+            # the check refuse; safe because no view of these buffers outlives a method of this class
+            # (total() hands sum_table views that it drops before returning), and the class is private.
+            self.keys.resize(grow, refcheck=False)
+            self.totals.resize(grow, refcheck=False)
+        self.size = _merge_into(self.keys, self.totals, self.size, kb, tb)
+
+    def total(self, length: int) -> np.ndarray:
+        self._merge()
+        return sum_table(self.keys[: self.size], self.totals[: self.size], length)
