@@ -172,8 +172,9 @@ def test_audit_cli_heatmap(capsys):
 
 def test_audit_cli_heatmap_audits_every_algorithm(monkeypatch, capsys):
     """`userdp audit heatmap` runs ``audit_heatmap`` on each of the nine heatmap algorithms (each mechanism
-    called, at epsilon 2 on a 2 x 2 grid), prints every result and exits 1 when any one fails."""
-    import userdp.audit as audit_module
+    called, at epsilon 2 on a 2 x 2 grid), prints every result and exits 1 when any one fails. (``audit_heatmap``
+    is replaced where the command's audit, :func:`userdp.audit.audit_every_heatmap`, looks it up.)"""
+    import userdp.audit.mechanisms as audit_module
     from userdp.audit import AuditResult
     from userdp.cli import main
 

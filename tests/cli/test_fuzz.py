@@ -289,21 +289,23 @@ def _cheap_heatmap_audit(argv: tuple[str, ...]):
     """``userdp audit heatmap`` samples nine heatmap algorithms thousands of times (a minute at its defaults,
     ten seconds at its fewest trials): under the fuzz test it runs with ``audit_heatmap`` itself replaced by
     one that draws nothing, so the command's parsing, dispatch and printing are fuzzed in milliseconds. The
-    audit itself is tested in tests/test_audit.py."""
+    audit itself is tested in tests/test_audit.py. (Replaced where the command's audit looks it up:
+    :func:`userdp.audit.audit_every_heatmap`'s module.)"""
     if argv[:2] != ("audit", "heatmap"):
         yield
         return
-    import userdp.audit as audit
+    import userdp.audit.mechanisms as where
+    from userdp.audit import AuditResult
 
     def audit_heatmap(mechanism, epsilon, *, name="", **_):
-        return audit.AuditResult(name, f"epsilon = {epsilon}", "not sampled (fuzz test)", True)
+        return AuditResult(name, f"epsilon = {epsilon}", "not sampled (fuzz test)", True)
 
-    real = audit.audit_heatmap
-    audit.audit_heatmap = audit_heatmap
+    real = where.audit_heatmap
+    where.audit_heatmap = audit_heatmap
     try:
         yield
     finally:
-        audit.audit_heatmap = real
+        where.audit_heatmap = real
 
 
 def run(p: Plan, timeout: float = 0.0) -> Outcome:

@@ -39,7 +39,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "memory-group-runs-when-any-pair-is-sorted",
         "engine-bounding",
-        "data.py",
+        "data/dataset.py",
         "bool(np.all(users[1:] >= users[:-1]))",
         "bool(np.any(users[1:] >= users[:-1]))",
         (f"{_MEMORY}::test_memory_engine_groups_a_person_s_rows_wherever_they_lie",),
@@ -50,7 +50,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "dedupe-runs-never-marks",
         "engine-bounding",
-        "data.py",
+        "data/dataset.py",
         "                seen[c] = u\n",
         "",
         ("tests/test_data.py::test_dedupe_equals_the_unique_of_user_item_pairs",),
@@ -113,7 +113,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "dataset-sample-never-the-last-item",
         "sampler",
-        "data.py",
+        "data/dataset.py",
         "highs = np.repeat(counts, s)",
         "highs = np.repeat(counts - 1, s)",
         ("tests/test_data.py::test_sampling_with_replacement",),
@@ -123,7 +123,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "dataset-sample-without-replacement-keeps-one-more",
         "contribution-bound",
-        "data.py",
+        "data/dataset.py",
         "keep = order[rank < s]",
         "keep = order[rank <= s]",
         ("tests/test_data.py::test_sampling_without_replacement",),
@@ -368,6 +368,18 @@ MUTANTS: list[Mutant] = [
         ("tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition",),
         "DuckDB's key records reach the per-person bounding unordered: a person's keys are split over batches and "
         "bounded twice (up to twice L0 keys counted)",
+        (4,),
+    ),
+    Mutant(
+        "duckdb-coded-key-records-ordered-by-key",
+        "engine-bounding",
+        "engines/duckdb.py",
+        'JOIN {names} n USING (t) ORDER BY g.u, n.code"',
+        'JOIN {names} n USING (t) ORDER BY n.code, g.u"',
+        ("tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition",
+         "tests/releases/test_counts.py::test_the_key_selection_sees_each_person_s_kept_keys_only"),
+        "the coded (person, key, records) stream of keys read off the data is ordered by key, not by person: a "
+        "person's keys are spread over batches and each batch bounds them again (up to L0 keys per batch)",
         (4,),
     ),
 ]

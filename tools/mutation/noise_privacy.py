@@ -465,7 +465,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "audit-hockey-stick-one-direction",
         "refusal",
-        "audit.py",
+        "audit/exact.py",
         "return float(max(np.maximum(P - e * Q, 0).sum(), np.maximum(Q - e * P, 0).sum()))",
         "return float(np.maximum(P - e * Q, 0).sum())",
         ("tests/test_audit.py::test_hockey_stick_is_the_larger_of_both_directions",),

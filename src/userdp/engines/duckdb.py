@@ -149,6 +149,7 @@ class DuckDBEngine(Engine):
         self._con = None
         self._names = itertools.count()
         self._frames: dict[str, Any] = {}
+        self._grouped_keys: dict[str, tuple[str, str, FiniteDomain]] = {}
 
     # -- the connection -------------------------------------------------------------------------
     @property
@@ -523,6 +524,8 @@ class DuckDBEngine(Engine):
             raise DataError("counting records per key needs keys that are ids (a finite domain)")
         if data.transforms:
             return streams.key_record_sums(self._stream(data), fn, width)
+        if data.kind == "ids":
+            return self._key_record_sums_of_ids(data, fn, int(width))
         col = "c" if data.kind == "codes" else "i"
         parts = []
         query = f"SELECT u, {col} AS i, count(*) AS k FROM {data.view} GROUP BY u, {col} ORDER BY u"
@@ -533,6 +536,34 @@ class DuckDBEngine(Engine):
             )  # fmt: skip
             parts.append(fn(sets, mult))
         return merge_item_sums(parts, int(width))
+
+    def _key_record_sums_of_ids(self, data: DuckTable, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`key_record_sums` of keys read off the data, coded in SQL: the keys' text is numbered once in
+        its sorted order (DuckDB compares text byte by byte in UTF-8, which is Python's order of code
+        points), and the ordered stream carries ``(person, code, records)`` integers, each batch a dataset of
+        whole persons over that one domain. What ``fn`` sees per person is what
+        :func:`~userdp.engines.base.key_records_from_triples` gives (its keys in text order), without coding
+        every batch's labels again. The grouped records and the numbering are kept (in DuckDB, spillable)
+        for the release's next pass over the same table."""
+        if data.view not in self._grouped_keys:
+            grouped, names = self._name("grouped"), self._name("keys")
+            self._sql(f"CREATE TABLE {grouped} AS SELECT u, CAST(i AS VARCHAR) AS t, count(*) AS k "
+                      f"FROM {data.view} GROUP BY ALL")  # fmt: skip
+            self._sql(f"CREATE TABLE {names} AS SELECT t, CAST(row_number() OVER (ORDER BY t) - 1 AS BIGINT) "
+                      f"AS code FROM (SELECT DISTINCT t FROM {grouped})")  # fmt: skip
+            text = self._arrow(f"SELECT t FROM {names} ORDER BY code").column("t").to_numpy(zero_copy_only=False)
+            domain = FiniteDomain(np.asarray(text, dtype=object), public=False)
+            self._grouped_keys[data.view] = (grouped, names, domain)
+        grouped, names, domain = self._grouped_keys[data.view]
+        parts = []
+        query = f"SELECT g.u, n.code, g.k FROM {grouped} g JOIN {names} n USING (t) ORDER BY g.u, n.code"
+        for t in _whole_users(self._reader(query)):
+            users = t.column("u").to_numpy(zero_copy_only=False)
+            starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
+            offsets = np.r_[starts, users.size].astype(np.int64)
+            sets = UserDataset(offsets, t.column("code").to_numpy().astype(np.int64), users[starts], domain)
+            parts.append(fn(sets, t.column("k").to_numpy().astype(np.int64)))
+        return merge_item_sums(parts, width)
 
     def bounded_item_sums(self, data: DuckTable, cap, keep, weights) -> tuple[np.ndarray, np.ndarray]:
         """Persons holding at most ``cap`` distinct items keep them all: their weights are summed per item in

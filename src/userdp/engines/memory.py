@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..data import BoxDomain, FiniteDomain, UserDataset, table_of, to_arrow
 from ..errors import DataError
@@ -157,13 +157,14 @@ def _sorted_items(items: np.ndarray) -> np.ndarray:
     return items[np.lexsort(items.T[::-1])] if items.ndim == 2 else np.sort(items, kind="stable")
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _sort_segments(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """``values`` (integers) with every segment ``offsets[i]:offsets[i + 1]`` sorted ascending (a new array).
-    A segment whose values span a range at most twice its length is sorted by counting, others by NumPy."""
+    A segment whose values span a range at most twice its length is sorted by counting, others by NumPy.
+    Segments (users) are sorted in parallel, on every core numba's threads have (``prange``): each segment's
+    result is its sort, so the output does not depend on the number of threads."""
     out = values.copy()
-    tally = np.zeros(0, dtype=np.int64)
-    for i in range(offsets.size - 1):
+    for i in prange(offsets.size - 1):
         a, b = offsets[i], offsets[i + 1]
         if b - a < 2:
             continue
@@ -178,17 +179,14 @@ def _sort_segments(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
             out[a:b] = np.sort(values[a:b])
             continue
         span = hi - lo + 1
-        if tally.size < span:
-            tally = np.zeros(2 * span, dtype=np.int64)
+        tally = np.zeros(span, dtype=np.int64)  # at most twice the segment: per segment, so per thread
         for j in range(a, b):
             tally[values[j] - lo] += 1
         pos = a
         for v in range(span):
-            c = tally[v]
-            for _ in range(c):
+            for _ in range(tally[v]):
                 out[pos] = lo + v
                 pos += 1
-            tally[v] = 0
     return out
 
 

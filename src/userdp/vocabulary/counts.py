@@ -35,6 +35,8 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from numba import njit
 
 from ..errors import ParameterError
@@ -181,18 +183,26 @@ def choose_bounds_from_kept(
 def _restricted(sets: Any, mult: np.ndarray, counted: np.ndarray):
     """A batch's persons restricted to the ``counted`` keys (sorted text): their CSR offsets, the entries'
     positions in ``counted`` and multiplicities, entries of a person in the order of their keys' text."""
-    lab = np.array([str(x) for x in np.asarray(sets.domain.labels, dtype=object)], dtype=object)
+    # only the labels this batch uses are turned into text and looked up (a batch of a large table shares
+    # its domain with every other batch: work in the domain's size would be paid once per batch)
+    used, local = np.unique(np.asarray(sets.items, dtype=np.int64), return_inverse=True)
+    lab = np.array([str(x) for x in np.asarray(sets.domain.labels, dtype=object)[used]], dtype=object)
     counted = np.asarray(counted, dtype=object)
     if counted.size == 0 or lab.size == 0:
         pos = np.full(lab.size, -1, dtype=np.int64)
-    else:
-        at = np.minimum(np.searchsorted(counted, lab), counted.size - 1)
-        pos = np.where(counted[at] == lab, at, -1).astype(np.int64)
-    codes = pos[np.asarray(sets.items, dtype=np.int64)] if sets.items.size else np.empty(0, dtype=np.int64)
+    else:  # each label's position among the counted keys (a hash lookup), -1 if it is not counted
+        found = pc.index_in(pa.array(lab, type=pa.large_string()), value_set=pa.array(counted, type=pa.large_string()))
+        pos = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    local = local.reshape(-1)
+    codes = pos[local] if local.size else np.empty(0, dtype=np.int64)
     deg = np.diff(np.asarray(sets.offsets, dtype=np.int64))
     person = np.repeat(np.arange(deg.size), deg)
     keep = codes >= 0
-    order = np.lexsort((lab[np.asarray(sets.items, dtype=np.int64)][keep], person[keep])) if keep.any() else None
+    if lab.size < 2 or bool(np.all(lab[1:] > lab[:-1])):  # already in text order (codes numbered so)
+        rank = np.arange(lab.size, dtype=np.int64)
+    else:
+        rank = np.unique(lab, return_inverse=True)[1].reshape(-1)
+    order = np.lexsort((rank[local][keep], person[keep])) if keep.any() else None  # (the labels' text order)
     person_k, codes_k = person[keep], codes[keep]
     mult_k = np.asarray(mult, dtype=np.int64)[keep]
     if order is not None:

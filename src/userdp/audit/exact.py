@@ -1,90 +1,50 @@
-"""Checking claimed privacy guarantees against actual output distributions.
+"""Exact audits (finite outputs): the output laws on neighbouring inputs, computed exactly, and the exact privacy
+loss or hockey-stick divergence (:func:`hockey_stick`) against the claim.
 
-* **Exact mode** (finite outputs): compute the output distributions on neighbouring inputs and the exact
-  privacy loss. For item-level metric DP, ``max_y ln P(y|x)/P(y|x') / d(x, x')`` over all pairs
-  (:func:`audit_randomizer`); for shuffled item-wise releases on small domains, the exact law of the
-  released multiset (a distribution over compositions of ``m`` into the output alphabet) and the
-  hockey-stick divergence at the claimed ``alpha d_EM`` (:func:`audit_shuffled`).
-* **Statistical mode** (continuous outputs): sample the mechanism on two neighbouring inputs, bin the
-  outputs, and bound the hockey-stick divergence ``D_{e^eps}(P || Q)`` from below with a confidence
-  level (Clopper-Pearson per bin, union bound), in the spirit of DP-Auditorium's histogram testers
-  (:func:`audit_samples`). A claim is *refuted* when the lower confidence bound exceeds its delta; a
-  sound mechanism is never refuted except with probability at most ``1 - confidence``. A finite sample
-  cannot see a small delta: every statistical result states its detection limit
-  (:func:`detection_limit`, "cannot refute delta below ..."), about 1e-3 with 5e4 samples per input.
-* **Worst-case neighbour search** (:func:`audit_search`): a cheap pilot run on every candidate pair
-  (:func:`point_neighbours` -- distance-1 moves, single-item moves, opposite corners;
-  :func:`user_neighbours` -- removing a user, adding an empty or a full user, replacing a user), then the full test
-  with *fresh* samples on the pair (and 1-D projection) the pilot found worst, so the selection does not
-  bias the confidence level.
-* **DP heatmaps** (:func:`audit_heatmap`): any heatmap mechanism ``mechanism(s, epsilon, rng=...) -> Release``
-  under add/remove-one-user neighbours, by :func:`audit_search` over a few users' distributions on a tiny
-  grid (a user removed, a user concentrated on one cell or spread evenly added), with the output projected on
-  the mean-difference direction, on one cell's mass, or on its number of distinct values (a tree's leaves).
-* **Distinct count** (:func:`audit_distinct_count`): the exact privacy loss of Knop & Steinke's
-  Algorithm 1 as implemented (GEM selection by the exact exponential mechanism, then the lattice discrete
-  Laplace release) over all add/remove-one-person pairs of tiny datasets, and its exact ``1 - beta``
-  lower-bound coverage.
+* Item-level metric DP of a finite randomizer: ``max_y ln P(y|x)/P(y|x') / d(x, x')`` over all pairs
+  (:func:`audit_randomizer`).
+* Shuffled item-wise releases on small domains: the exact law of the released multiset and the hockey-stick
+  divergence at the claimed ``alpha d_EM`` (:func:`audit_shuffled`; the library's own release,
+  :func:`audit_itemwise` and :func:`audit_frequency`; BoundedEMDReduction, :func:`audit_sampled`).
+* The distinct count (:func:`audit_distinct_count`) and the set unions (:func:`audit_set_union`) over the
+  add/remove-one-person pairs of tiny datasets.
+* The lattice mechanisms of :mod:`userdp.noise` on small lattices: support and privacy loss
+  (:func:`audit_lattice_laplace`, :func:`audit_lattice_gaussian`, :func:`audit_lattice_l1`,
+  :func:`audit_lattice_l2`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from itertools import combinations_with_replacement
 from typing import Any
 
 import numpy as np
-from scipy.stats import beta as beta_dist
+
+from .result import AuditResult
 
 __all__ = [
-    "AuditResult",
     "hockey_stick",
     "audit_randomizer",
     "shuffled_output_distribution",
+    "shuffled_counts_law",
     "audit_shuffled",
     "audit_itemwise",
-    "audit_samples",
-    "detection_limit",
-    "NeighbourPair",
-    "point_neighbours",
-    "user_neighbours",
-    "audit_search",
-    "audit_heatmap",
-    "audit_distinct_count",
+    "audit_frequency",
     "audit_sampled",
+    "audit_distinct_count",
+    "set_union_law",
+    "audit_set_union",
     "l2_lattice_table",
     "l2_lattice_moment",
     "randomized_rounding_law",
+    "LATTICE_PAIRS_2D",
     "audit_lattice_l2",
     "audit_lattice_l1",
     "audit_lattice_laplace",
     "audit_lattice_gaussian",
-    "audit_set_union",
-    "set_union_law",
 ]
-
-
-@dataclass(frozen=True)
-class AuditResult:
-    """Claimed vs measured privacy: ``passed`` is False when the measurement refutes the claim."""
-
-    mechanism: str
-    claimed: str
-    measured: str
-    passed: bool
-    detail: str = ""
-    detection_limit: float | None = None
-    """Statistical audits only: the smallest hockey-stick divergence the test could have detected
-    (:func:`detection_limit`); a mechanism whose true delta exceeds the claim by less passes unseen."""
-
-    def __str__(self) -> str:
-        verdict = "PASS" if self.passed else "FAIL"
-        out = f"[{verdict}] {self.mechanism}: claimed {self.claimed}; measured {self.measured}. {self.detail}"
-        if self.detection_limit is not None:
-            out = out.rstrip(". ") + f". Detection limit: cannot refute delta below {self.detection_limit:.2g}."
-        return out
 
 
 def hockey_stick(P: np.ndarray, Q: np.ndarray, eps: float) -> float:
@@ -241,9 +201,9 @@ def audit_itemwise(
     ``guarantee.at_distance(d_EM)``; in the central model the other ``n - 1`` users hold item 0 and are
     randomized and shuffled with them.
     """
-    from .data import FiniteDomain, UserDataset
-    from .dem.itemwise import priv_emd_itemwise
-    from .errors import ParameterError
+    from ..data import FiniteDomain, UserDataset
+    from ..dem.itemwise import priv_emd_itemwise
+    from ..errors import ParameterError
 
     if not hasattr(randomizer, "transition_matrix"):
         raise ParameterError("the exact itemwise audit needs a randomizer with a finite transition table")
@@ -283,7 +243,7 @@ def audit_frequency(
     calibration are the release's own (:func:`userdp.dem.frequency.frequency_randomizer`), the released
     multisets are audited by :func:`audit_itemwise` against the guarantee the release returns (the estimate
     is post-processing of them)."""
-    from .dem.frequency import frequency_randomizer
+    from ..dem.frequency import frequency_randomizer
 
     rz, cal = frequency_randomizer(space, alpha, delta_prime, int(m), n, randomizer)
     name = f"FreqEstLocal ({type(rz).__name__}, m = {m}, {'local' if n is None else 'central'}, {cal.route})"
@@ -310,7 +270,7 @@ def audit_sampled(
     """
     from math import factorial
 
-    from .metrics import emd
+    from ..metrics import emd
 
     k = P.shape[0]
     samples = list(combinations_with_replacement(range(k), s))
@@ -348,399 +308,6 @@ def audit_sampled(
         f"hockey-stick {hs:.3g} at that eps (worst pair {a} vs {b})",
         hs <= delta + 1e-12,
         f"exact over {checked} pairs of datasets of sizes {sorted({len(x) for x in datasets})}, s = {s}",
-    )
-
-
-def _edges(p: np.ndarray, q: np.ndarray, bins: int) -> np.ndarray:
-    """Bin edges: one bin per value when there are at most ``bins`` distinct outputs (a selection, a
-    count), else quantiles of the pooled sample."""
-    values = np.unique(np.concatenate([p, q]))
-    if values.size <= bins:
-        return np.concatenate([[-np.inf], (values[:-1] + values[1:]) / 2, [np.inf]])
-    edges = np.unique(np.quantile(np.concatenate([p, q]), np.linspace(0, 1, bins + 1)))
-    edges[0], edges[-1] = -np.inf, np.inf
-    return edges
-
-
-def _cp_lower(k: int, n: int, conf: float) -> float:
-    return 0.0 if k == 0 else float(beta_dist.ppf(1 - conf, k, n - k + 1))
-
-
-def _cp_upper(k: int, n: int, conf: float) -> float:
-    return 1.0 if k == n else float(beta_dist.ppf(conf, k + 1, n - k))
-
-
-def detection_limit(
-    n_p: int, n_q: int, eps: float, delta: float = 0.0, bins: int = 40, confidence: float = 0.99
-) -> float:
-    """The smallest true divergence :func:`audit_samples` can refute a claimed ``(eps, delta)`` with, for
-    ``n_p`` and ``n_q`` samples per input in ``bins`` bins.
-
-    The most favourable case for the test is a divergence concentrated in one bin that the other input
-    never reaches (spreading it over bins only adds the other bins' ``e^eps`` upper bounds). With ``n_p``
-    samples of which a fraction ``x`` falls in that bin (and none of ``n_q``), the lower bound is
-    ``CP_lower(x n_p) - e^eps CP_upper(0, n_q)``; the limit is the smallest ``x`` for which it exceeds
-    ``delta`` at the expected count. A true divergence below it passes unseen (at about even odds at the
-    limit itself), whatever the claim: the test "cannot refute delta below" this value. With 5e4 samples
-    per input, 40 bins, ``eps = 1`` and 99% confidence it is about 1e-3.
-    """
-    level = 1 - (1 - confidence) / (2 * bins)  # audit_samples's per-bin level
-    floor = math.exp(eps) * _cp_upper(0, int(n_q), level) + float(delta)
-    if _cp_lower(int(n_p), int(n_p), level) <= floor:
-        return 1.0
-    lo, hi = 0, int(n_p)  # _cp_lower(lo) <= floor < _cp_lower(hi); it increases in k
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _cp_lower(mid, int(n_p), level) > floor:
-            hi = mid
-        else:
-            lo = mid
-    return hi / int(n_p)
-
-
-def audit_samples(
-    sample_p: np.ndarray,
-    sample_q: np.ndarray,
-    eps: float,
-    delta: float,
-    bins: int = 40,
-    confidence: float = 0.99,
-    name: str = "mechanism",
-) -> AuditResult:
-    """Statistical audit: lower confidence bound on ``D_{e^eps}(P || Q)`` (and the reverse) from samples.
-
-    Outputs are binned on quantiles of the pooled sample (1-D, or the first coordinate for vectors; one bin
-    per value when there are at most ``bins`` distinct outputs);
-    for each bin, Clopper-Pearson bounds at level ``1 - (1 - confidence) / (2 bins)`` give
-    ``sum_b max(lower_P(b) - e^eps upper_Q(b), 0)``, a lower bound on the divergence of the binned
-    (post-processed) outputs, hence on the mechanism's.
-    """
-    p = np.asarray(sample_p, dtype=np.float64)
-    q = np.asarray(sample_q, dtype=np.float64)
-    if p.ndim > 1:
-        p, q = p[:, 0], q[:, 0]
-    edges = _edges(p, q, bins)
-    cp = np.histogram(p, edges)[0]
-    cq = np.histogram(q, edges)[0]
-    level = 1 - (1 - confidence) / (2 * len(cp))
-    e = math.exp(eps)
-    lb = 0.0
-    for a, b, na, nb in ((cp, cq, p.size, q.size), (cq, cp, q.size, p.size)):
-        s = sum(
-            max(_cp_lower(int(x), na, level) - e * _cp_upper(int(y), nb, level), 0.0) for x, y in zip(a, b, strict=True)
-        )
-        lb = max(lb, s)
-    return AuditResult(
-        name,
-        f"({eps:.4g}, {delta:.3g})",
-        f"hockey-stick >= {lb:.3g} (confidence {confidence})",
-        lb <= delta,
-        f"{p.size} samples per input, {len(cp)} bins",
-        detection_limit(p.size, q.size, eps, delta, len(cp), confidence),
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Worst-case neighbour search (statistical mode)
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NeighbourPair:
-    """Two inputs of a mechanism and their distance under the claim's neighbour relation (``d_EM`` for
-    metric DP, ``1`` for one user added, removed or replaced)."""
-
-    label: str
-    a: Any
-    b: Any
-    distance: float = 1.0
-
-
-def point_neighbours(points: np.ndarray, step: float, low: float, high: float) -> list[NeighbourPair]:
-    """Candidate pairs of one user's point datasets (``(m, dim)``, coordinates in ``[low, high]``), with
-    their ``d_EM`` under the (unnormalized) Euclidean metric:
-
-    * every item moved by ``step`` along each axis and direction (``d_EM = step``): distance-1 moves when
-      ``step`` is the metric's unit;
-    * one item moved by ``m * step`` along each axis (``d_EM = step``, the mass concentrated on one item);
-    * all items at ``low`` vs all at ``high`` (the extreme pair, ``d_EM = (high - low) sqrt(dim)``).
-
-    Moves that would leave ``[low, high]`` are skipped.
-    """
-    K = np.asarray(points, dtype=np.float64)
-    m, dim = K.shape
-    out: list[NeighbourPair] = []
-    for j in range(dim):
-        for sgn in (1.0, -1.0):
-            e = np.zeros(dim)
-            e[j] = sgn * step
-            moved = K + e
-            if np.all((moved >= low) & (moved <= high)):
-                out.append(NeighbourPair(f"all items {'+' if sgn > 0 else '-'}{step:g} on axis {j}", K, moved, step))
-            one = K.copy()
-            one[0] += e * m
-            if np.all((one >= low) & (one <= high)):
-                out.append(NeighbourPair(f"item 0 {'+' if sgn > 0 else '-'}{m * step:g} on axis {j}", K, one, step))
-    lo, hi = np.full_like(K, low), np.full_like(K, high)
-    out.append(NeighbourPair("all items at the low vs the high corner", lo, hi, (high - low) * math.sqrt(dim)))
-    return out
-
-
-def user_neighbours(users: list[list], full_user: list, max_pairs: int = 8) -> list[NeighbourPair]:
-    """Candidate user-level neighbour pairs of a small dataset given as one item list per user:
-
-    * one user removed (add/remove neighbours), for up to ``max_pairs`` users (a one-user dataset against
-      the dataset of no users);
-    * a user with no items added (it must change nothing, and must not turn the release into an error);
-    * a *full* user (``full_user``: a user with the maximum contribution, e.g. at one spot) added;
-    * a user replaced by the full user, for up to ``max_pairs`` users (replace-one-user neighbours).
-    """
-    out: list[NeighbourPair] = []
-    for u in range(min(len(users), max_pairs)):
-        out.append(NeighbourPair(f"remove user {u}", users, users[:u] + users[u + 1 :], 1.0))
-    out.append(NeighbourPair("add a user with no items", users, users + [[]], 1.0))
-    out.append(NeighbourPair("add a full user", users, users + [list(full_user)], 1.0))
-    for u in range(min(len(users), max_pairs)):
-        replaced = users[:u] + [list(full_user)] + users[u + 1 :]
-        out.append(NeighbourPair(f"replace user {u} by a full user", users, replaced, 1.0))
-    return out
-
-
-def _divergence_estimate(p: np.ndarray, q: np.ndarray, eps: float, bins: int) -> float:
-    """Plug-in (point) estimate of the binned hockey-stick divergence, used only to rank pairs."""
-    edges = _edges(p, q, bins)
-    hp = np.histogram(p, edges)[0] / p.size
-    hq = np.histogram(q, edges)[0] / q.size
-    return hockey_stick(hp, hq, eps)
-
-
-def audit_search(
-    sample: Callable[[Any, int], np.ndarray],
-    pairs: list[NeighbourPair],
-    claim: Callable[[float], tuple[float, float]],
-    n: int = 40_000,
-    n_pilot: int = 4_000,
-    bins: int = 40,
-    confidence: float = 0.99,
-    name: str = "mechanism",
-) -> AuditResult:
-    """Statistical audit over a search for the worst neighbouring pair.
-
-    ``sample(x, k)`` draws ``k`` outputs of the mechanism on input ``x`` (shape ``(k,)`` or ``(k, dim)``);
-    ``claim(distance)`` gives the claimed ``(epsilon, delta)`` for a pair at that distance. For each pair a
-    pilot of ``n_pilot`` samples per input picks a projection (the mean-difference direction for vector
-    outputs) and estimates the divergence in excess of the claimed delta; the worst pair is then tested
-    with ``n`` fresh samples by :func:`audit_samples`. The projection and the pair are chosen from pilot
-    samples only, so the final test is a post-processing of fresh samples and keeps its confidence level.
-    """
-    if not pairs:
-        raise ValueError("no neighbouring pairs to search")
-
-    def project(x: np.ndarray, v: np.ndarray | None) -> np.ndarray:
-        x = np.asarray(x, dtype=np.float64)
-        return x if x.ndim == 1 else x.reshape(x.shape[0], -1) @ v
-
-    best = None
-    for pair in pairs:
-        eps, delta = claim(pair.distance)
-        pa, pb = np.asarray(sample(pair.a, n_pilot)), np.asarray(sample(pair.b, n_pilot))
-        v = None
-        if pa.ndim > 1:
-            diff = pb.reshape(n_pilot, -1).mean(axis=0) - pa.reshape(n_pilot, -1).mean(axis=0)
-            norm = np.linalg.norm(diff)
-            v = diff / norm if norm > 0 else np.eye(diff.size)[0]
-        excess = _divergence_estimate(project(pa, v), project(pb, v), eps, bins) - delta
-        if best is None or excess > best[0]:
-            best = (excess, pair, v, eps, delta)
-    _, pair, v, eps, delta = best
-    res = audit_samples(
-        project(sample(pair.a, n), v), project(sample(pair.b, n), v), eps, delta, bins, confidence, name
-    )
-    return AuditResult(
-        res.mechanism,
-        res.claimed + f" at distance {pair.distance:.4g}",
-        res.measured,
-        res.passed,
-        res.detail + f"; worst of {len(pairs)} candidate pairs: {pair.label}",
-        res.detection_limit,
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# DP heatmaps (statistical mode, user-level add/remove neighbours)
-# --------------------------------------------------------------------------------------------
-
-
-def _heatmap_users(shape: tuple[int, int], crowd: int = 10) -> list[np.ndarray]:
-    """The default small dataset: a user concentrated on cell (0, 0), a user spread evenly over the grid, a
-    user split between the two right-hand corners, and ``crowd`` users on the corner cell (H-1, W-1) (so that
-    the total, which a heatmap normalizes away, is large and the other cells are read cleanly)."""
-    H, W = shape
-    at = np.zeros(shape)
-    at[0, 0] = 1.0
-    even = np.full(shape, 1.0 / (H * W))
-    two = np.zeros(shape)
-    two[H - 1, W - 1] += 0.5
-    two[0, W - 1] += 0.5
-    corner = np.zeros(shape)
-    corner[H - 1, W - 1] = 1.0
-    return [at, even, two] + [corner] * crowd
-
-
-_HEATMAP_PROJECTIONS = {
-    "vector": "the pilot's mean-difference direction",
-    "cell": "the mass of the most changed cell",
-    "pieces": "the number of distinct cell values (the partition a tree mechanism released)",
-}
-
-
-def audit_heatmap(
-    mechanism: Callable[..., Any],
-    epsilon: float,
-    *,
-    shape: tuple[int, int] = (4, 4),
-    n: int = 20_000,
-    n_pilot: int | None = None,
-    users: list[np.ndarray] | None = None,
-    projections: tuple[str, ...] = ("vector", "cell", "pieces"),
-    bins: int = 10,
-    confidence: float = 0.99,
-    name: str | None = None,
-    rng: Any = None,
-) -> AuditResult:
-    """Statistical audit of a DP heatmap mechanism under add/remove-one-user neighbours.
-
-    ``mechanism(s, epsilon, rng=rng)`` must return a :class:`~userdp.privacy.result.Release` whose ``value``
-    is an ``H x W`` heatmap and whose ``guarantee`` (the claim audited, e.g. ``PureDP(epsilon)``) protects
-    :attr:`~userdp.privacy.guarantees.Neighbours.ADD_REMOVE_USER`; ``s`` is the sum of the users'
-    distributions. For a mechanism with other required arguments pass a closure or
-    ``functools.partial`` (e.g. ``partial(dense_emd_agg, coarse_side=2)``).
-
-    The dataset is a few users on a tiny grid of ``shape`` (``users``: ``H x W`` non-negative arrays of mass
-    at most 1; by default one user on cell (0, 0), one spread evenly, one split between the right-hand corners
-    and ten on the corner (H-1, W-1), so that the total a heatmap normalizes away is large). The candidate
-    neighbouring pairs, each a user added or removed:
-
-    * every distinct user removed;
-    * a user concentrated on cell (0, 0) (where a user already is) added, and one on cell (H-1, 0);
-    * a user spread evenly over the grid added;
-    * no users against one user on cell (0, 0).
-
-    Each pair is tried with (by default) three ``projections`` of the output to a scalar: ``"vector"``, the
-    pilot's mean-difference direction (as :func:`audit_search` does for vectors); ``"cell"``, the mass of the
-    cell whose sum changed most; ``"pieces"``, the number of distinct cell values (the partition a tree or grid
-    mechanism released: whether a node was split or kept). :func:`audit_search`
-    picks the worst (pair, projection) on pilot samples (``n_pilot`` per dataset, shared by the projections
-    and pairs of that dataset) and tests it with ``n`` fresh samples per input. ``rng`` (a seed for
-    reproducible audits) drives the mechanism's noise. Returns the :class:`AuditResult` of the final test.
-    """
-    from .errors import DataError, ParameterError
-    from .noise import resolve_rng
-    from .privacy.guarantees import Neighbours
-
-    try:
-        H, W = (int(x) for x in shape)
-    except (TypeError, ValueError):
-        raise ParameterError("shape must be a pair of positive integers") from None
-    if H < 1 or W < 1:
-        raise ParameterError("shape must be a pair of positive integers")
-    n = int(n)
-    n_pilot = max(200, n // 8) if n_pilot is None else int(n_pilot)
-    if not 0 < n_pilot < n:
-        raise ParameterError("need 0 < n_pilot < n (the final test must use fresh samples)")
-    if users is None:
-        users = _heatmap_users((H, W))
-    users = [np.asarray(u, dtype=np.float64) for u in users]
-    for u in users:
-        if u.shape != (H, W) or not np.all(np.isfinite(u)) or np.any(u < 0) or u.sum() > 1 + 1e-9:
-            raise DataError("every user must be a non-negative H x W array of mass at most 1")
-    unknown = set(projections) - set(_HEATMAP_PROJECTIONS)
-    if not projections or unknown:
-        raise ParameterError(f"projections must be a non-empty subset of {sorted(_HEATMAP_PROJECTIONS)}")
-    src = resolve_rng(rng)
-
-    def total(us: list[np.ndarray]) -> np.ndarray:
-        return np.sum(us, axis=0) if us else np.zeros((H, W))
-
-    at0 = np.zeros((H, W))
-    at0[0, 0] = 1.0
-    far = np.zeros((H, W))
-    far[H - 1, 0] = 1.0
-    datasets = {"the dataset": total(users)}
-    pairs = []
-    seen: set[bytes] = set()
-    for i, u in enumerate(users):
-        if u.tobytes() in seen:  # identical users give the same neighbour
-            continue
-        seen.add(u.tobytes())
-        label = f"the dataset without user {i}"
-        datasets[label] = total(users[:i] + users[i + 1 :])
-        pairs.append(("the dataset", label))
-    for label, extra in (
-        ("the dataset plus a user on cell (0, 0)", at0),
-        (f"the dataset plus a user on cell ({H - 1}, 0)", far),
-        ("the dataset plus a user spread evenly", np.full((H, W), 1.0 / (H * W))),
-    ):
-        datasets[label] = total(users + [extra])
-        pairs.append(("the dataset", label))
-    datasets["no users"] = np.zeros((H, W))
-    datasets["one user on cell (0, 0)"] = at0
-    pairs.append(("no users", "one user on cell (0, 0)"))
-
-    rel = mechanism(datasets["the dataset"], epsilon, rng=src)
-    g = rel.guarantee
-    if getattr(g, "neighbours", None) != Neighbours.ADD_REMOVE_USER or not hasattr(g, "epsilon"):
-        raise ParameterError("audit_heatmap checks (epsilon, delta)-DP claims for adding or removing one user")
-    claim_eps, claim_delta = float(g.epsilon), float(getattr(g, "delta", 0.0))
-    if np.asarray(rel.value).size != H * W:
-        raise ParameterError("the mechanism must return an H x W heatmap")
-
-    pilots: dict[bytes, np.ndarray] = {}  # by content: datasets with equal sums share their pilot samples
-
-    def outputs(label: str, k: int) -> np.ndarray:
-        s = datasets[label]
-        key = s.tobytes()
-        if k == n_pilot and key in pilots:
-            return pilots[key]
-        out = np.empty((k, H * W))
-        for j in range(k):
-            out[j] = np.asarray(mechanism(s, epsilon, rng=src).value, dtype=np.float64).reshape(-1)
-        if k == n_pilot:
-            pilots[key] = out
-        return out
-
-    def sample(x: tuple[str, str, int], k: int) -> np.ndarray:
-        label, proj, cell = x
-        out = outputs(label, k)
-        if proj == "vector":
-            return out
-        if proj == "cell":
-            return out[:, cell]
-        return np.array([np.unique(np.round(row, 12)).size for row in out], dtype=np.float64)
-
-    candidates = []
-    for a, b in pairs:
-        cell = int(np.argmax(np.abs(datasets[b] - datasets[a]).reshape(-1)))
-        for proj in projections:
-            what = _HEATMAP_PROJECTIONS[proj]
-            candidates.append(NeighbourPair(f"{a} vs {b}, projected on {what}", (a, proj, cell), (b, proj, cell)))
-    res = audit_search(
-        sample,
-        candidates,
-        lambda d: (claim_eps, claim_delta),
-        n=n,
-        n_pilot=n_pilot,
-        bins=bins,
-        confidence=confidence,
-        name=name or getattr(rel, "mechanism", "heatmap mechanism"),
-    )
-    return AuditResult(
-        res.mechanism,
-        f"{g.describe()} (as returned by the mechanism); " + res.claimed,
-        res.measured,
-        res.passed,
-        res.detail + f"; {len(users)} users on a {H} x {W} grid, {n_pilot} pilot samples per dataset",
-        res.detection_limit,
     )
 
 
@@ -785,9 +352,9 @@ def audit_distinct_count(
     directions and all pairs. Also reported: the exact coverage ``min_D P[release <= DC(D)]`` over the
     datasets and their neighbours, which must be at least ``1 - beta``.
     """
-    from .data import FiniteDomain, UserDataset
-    from .distinct.counting import person_element_graph
-    from .distinct.release import release_plan
+    from ..data import FiniteDomain, UserDataset
+    from ..distinct.counting import person_element_graph
+    from ..distinct.release import release_plan
 
     universe = sorted({e for D in datasets for s in D for e in s})
     domain = FiniteDomain(np.asarray(universe))
@@ -865,8 +432,8 @@ def set_union_law(persons: list[list[int]], calibration, n_items: int) -> dict:
     the histogram."""
     from itertools import combinations, permutations, product
 
-    from .vocabulary import union_histogram
-    from .vocabulary.policy import policy_histogram_in_order
+    from ..vocabulary import union_histogram
+    from ..vocabulary.policy import policy_histogram_in_order
 
     cal = calibration
     tail = _tail_law(cal.noise, cal.scale)
@@ -925,7 +492,7 @@ def audit_set_union(
     so that the discrete Gaussian's law can be summed; pass ``calibration`` to audit another one (a broken
     variant). ``policy=True`` audits the policy Laplace union (every order of the persons and priority of
     the items; ``cutoff_margin`` its cutoff)."""
-    from .vocabulary import calibrate_union
+    from ..vocabulary import calibrate_union
 
     cal = calibration or calibrate_union(
         epsilon, delta, max_items, noise, unit=unit, policy=policy, cutoff_margin=cutoff_margin
@@ -1065,7 +632,7 @@ def audit_lattice_l2(law=None, pairs=LATTICE_PAIRS_2D, box: int = 10) -> AuditRe
     small lattice: every output in the box must be reachable from both inputs of each pair, and the exact
     log-ratio must stay within the law's claim ``kappa |x - x'| / T`` (distances in lattice steps, down to
     1.4e-6). ``law`` defaults to ``L2LatticeLaw(2, 12, s=8, c=2)``."""
-    from .noise import L2LatticeLaw
+    from ..noise import L2LatticeLaw
 
     law = law or L2LatticeLaw(2, 12, s=8, c=2)
     shift = max(int(np.ceil(np.abs(np.array(p)).max())) for pair in pairs for p in pair) + 1
@@ -1093,7 +660,7 @@ def audit_lattice_l1(t: int = 4, pairs=((0.5, 0.5 + 1e-9), (0.0, 1e-7), (0.9999,
     """Exact audit of randomized rounding + the discrete Laplace of scale ``t`` (the l1 K-norm, and every
     one-dimensional K-norm): the claim is :attr:`userdp.noise.KNormCalibration.loss_per_unit` (``expm1(1/t)``
     per lattice step) times the distance, at every distance."""
-    from .noise import KNormCalibration
+    from ..noise import KNormCalibration
 
     per_step = KNormCalibration(1.0, 1.0, "l1", 1, 1.0, int(t)).loss_per_unit
     ys = np.arange(-40 * t, 40 * t + 1)
@@ -1121,7 +688,7 @@ def audit_lattice_laplace(sensitivity: float = 1.0, epsilon: float = 1.0, dim: i
     point reachable) must be at most epsilon. Computed with exact rationals."""
     from fractions import Fraction
 
-    from .noise import calibrate_laplace
+    from ..noise import calibrate_laplace
 
     cal = calibrate_laplace(sensitivity, epsilon, dim)
     g = cal.granularity
@@ -1154,7 +721,7 @@ def audit_lattice_gaussian(lattice_bits: int = 3, epsilons=(1e-9, 0.05, 0.2, 0.5
     ``2^lattice_bits`` steps; the real lattice is ``2^54`` steps): two inputs ``2e-9`` apart that straddle a
     rounding boundary are released one lattice step apart; the exact hockey-stick of the (truncated)
     discrete Gaussian at each ``epsilon`` must be within :meth:`GaussianCalibration.delta_at`."""
-    from .noise import calibrate_gaussian
+    from ..noise import calibrate_gaussian
 
     cal = calibrate_gaussian(1.0, 1.0, 1e-3, dim=1, lattice_bits=lattice_bits)
     k, p = _discrete_gaussian_law(cal.w)
