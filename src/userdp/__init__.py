@@ -12,7 +12,7 @@ Layers, bottom to top (a module imports only from its own layer or below):
 * :mod:`userdp.errors`, :mod:`userdp.noise` (all randomness, exact on a lattice), :mod:`userdp.privacy`
   (typed guarantees, budgets, accounting, the :class:`Release` result);
 * :mod:`userdp.data` (the user data model) and :mod:`userdp.metrics` (metric spaces and the EMD);
-* :mod:`userdp.engines` (the data plane: in memory, chunked, Spark);
+* :mod:`userdp.engines` (the data plane: in memory, DuckDB, chunked, Spark);
 * the mechanisms, one package per paper: :mod:`userdp.dem`, :mod:`userdp.distinct`, :mod:`userdp.heatmaps`;
 * :mod:`userdp.releases` (one function per release: table + columns + parameters + engine -> Release)
   and :mod:`userdp.audit`;

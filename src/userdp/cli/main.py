@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError:
         print(
             "userdp: error: out of memory; use smaller parameters (--resolution, --samples, --trials) "
-            "or --engine chunked",
+            "or --engine duckdb with --memory-limit (such as 2GB)",
             file=sys.stderr,
         )
         return 2

@@ -9,9 +9,9 @@ experiments call these.
 * :func:`vocabulary` -- which items many persons hold, with noisy counts (private set union).
 * :func:`key_counts` -- records per key, with contribution bounds chosen privately (GEM).
 
-The engine (``engine="memory"``, ``"chunked"``, ``"spark"`` or an instance) computes the exact aggregates;
-the mechanism adds noise, selects and reconstructs on the driver, once. The same parameters and seed give
-the same release on every engine.
+The engine (``engine="auto"`` (default), ``"memory"``, ``"duckdb"``, ``"chunked"``, ``"spark"`` or an
+instance) computes the exact aggregates; the mechanism adds noise, selects and reconstructs on the driver,
+once. The same parameters and seed give the same release on every engine.
 """
 
 from __future__ import annotations

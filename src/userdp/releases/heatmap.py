@@ -213,7 +213,8 @@ def heatmap(
         how many were dropped is not reported): ``True``, the only value (a refusal when a point lies outside
         would depend on the data). The release says so in ``params["outside"]``.
     engine:
-        ``"memory"`` (default), ``"chunked"``, ``"spark"`` or an :class:`~userdp.engines.Engine`.
+        ``"auto"`` (default), ``"memory"``, ``"duckdb"``, ``"chunked"``, ``"spark"`` or an
+        :class:`~userdp.engines.Engine`.
     rng:
         ``None`` (the OS CSPRNG) or a seed (reproducible: demonstrations only, no privacy).
     """
