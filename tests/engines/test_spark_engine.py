@@ -374,9 +374,10 @@ def test_releases_api_and_cli_on_spark(engine, records, frame, tmp_path, capsys)
         UserDataset.from_arrays(users, np.column_stack([lat, lon]), domain=BOX), BOX, 32, 1.0, rng=1
     )
     assert np.array_equal(rel.value, local.value)  # same aggregate, same seeded noise
-    d1 = releases.distinct(df, 1.0, engine=engine, rng=2)
+    d1 = releases.distinct(df, 1.0, method="matching", engine=engine, rng=2)  # the exact count, on the driver
     d2 = releases.distinct(UserDataset.from_arrays(users, items), 1.0, rng=2)
     assert d1.value == d2.value and d1.extras["bound"] == d2.extras["bound"]
+    assert releases.distinct(df, 1.0, engine=engine, rng=2).params["method"] == "bucketed"  # Spark's default
     path = tmp_path / "pts.csv"
     import pandas as pd
 
