@@ -18,12 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
 from ..data import BoxDomain, FiniteDomain, UserDataset
 from ..errors import DataError, ParameterError
-from . import streams
-from .base import Columns, UserSizes, check_grid
+from .base import Columns
 from .duckdb import DuckDBEngine, DuckTable
 
 __all__ = ["ROWS_PER_CHUNK", "ChunkedEngine", "iter_user_chunks"]
@@ -68,42 +65,8 @@ class ChunkedEngine(DuckDBEngine):
             raise DataError("reading in chunks needs a public domain (a FiniteDomain you declare)")
         return super().load(source, columns, domain)
 
-    # every aggregate on the ordered stream of whole users
-    def user_sizes(self, data: DuckTable) -> UserSizes:
-        return streams.user_sizes(self._stream(data))
-
-    def grid_sum(
-        self, data: DuckTable, box: BoxDomain, shape: int | tuple[int, int], drop_outside: bool = False
-    ) -> np.ndarray:
-        if data.kind != "points" or data.dim != 2:
-            raise DataError("heatmaps need 2-D point items (e.g. lat, lon)")
-        return streams.grid_sum(self._stream(data), box, check_grid(box, shape), drop_outside)
-
-    def histogram_sum(self, data: DuckTable, normalize: bool = True) -> np.ndarray:
-        if data.kind != "codes":
-            raise DataError("this release needs ids in a public finite domain; declare the domain")
-        return streams.histogram_sum(self._stream(data), normalize)
-
-    def edges(self, data: DuckTable) -> UserDataset:
-        if data.kind == "points":
-            raise DataError("distinct counting needs items that are ids (a finite domain)")
-        return streams.edges(self._stream(data))
-
-    def key_records(self, data: DuckTable) -> tuple[UserDataset, np.ndarray]:
-        if data.kind == "points":
-            raise DataError("counting records per key needs keys that are ids (a finite domain)")
-        return streams.key_records(self._stream(data))
-
-    def key_record_sums(self, data: DuckTable, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
-        if data.kind == "points":
-            raise DataError("counting records per key needs keys that are ids (a finite domain)")
-        return streams.key_record_sums(self._stream(data), fn, width)
-
-    def bounded_item_sums(self, data: DuckTable, cap, keep, weights) -> tuple[np.ndarray, np.ndarray]:
-        if data.kind == "points":
-            raise DataError("a set union needs items that are ids (a finite domain)")
-        width = int(np.asarray(weights(np.ones(1, dtype=np.int64))).shape[1])
-        return streams.bounded_item_sums(self._stream(data), int(cap), keep, weights, width)
+    def _streamed(self, data: DuckTable) -> bool:
+        return True  # every aggregate on the ordered stream of whole users
 
 
 def iter_user_chunks(

@@ -427,6 +427,12 @@ class DuckDBEngine(Engine):
             ds = f(ds)
         return ds
 
+    def _streamed(self, data: DuckTable) -> bool:
+        """Whether the aggregates of ``data`` are read off the ordered stream of whole users (they must be
+        once a keyed per-user transformation applies; :class:`~userdp.engines.chunked.ChunkedEngine` always
+        does) rather than computed in SQL."""
+        return bool(data.transforms)
+
     def _stream(self, data: DuckTable) -> streams.Stream:
         return streams.Stream(lambda: self.chunks(data), data.domain)
 
@@ -435,7 +441,7 @@ class DuckDBEngine(Engine):
         return f"SELECT u, count(*) AS n FROM {data.view} {where} GROUP BY u"
 
     def user_sizes(self, data: DuckTable) -> UserSizes:
-        if data.transforms:
+        if self._streamed(data):
             return streams.user_sizes(self._stream(data))
         lo, hi, n = self._sql(f"SELECT min(n), max(n), count(*) FROM ({self._sizes(data)})").fetchall()[0]
         return UserSizes(int(lo or 0), int(hi or 0), int(n))
@@ -456,7 +462,7 @@ class DuckDBEngine(Engine):
         if data.kind != "points" or data.dim != 2:
             raise DataError("heatmaps need 2-D point items (e.g. lat, lon)")
         rows, cols = check_grid(box, shape)
-        if data.transforms:
+        if self._streamed(data):
             return streams.grid_sum(self._stream(data), box, (rows, cols), drop_outside)
         (l0, l1), (h0, h1) = (float(v) for v in box.low), (float(v) for v in box.high)
         inside = "x0 >= $1 AND x0 <= $3 AND x1 >= $2 AND x1 <= $4"
@@ -479,7 +485,7 @@ class DuckDBEngine(Engine):
     def histogram_sum(self, data: DuckTable, normalize: bool = True) -> np.ndarray:
         if data.kind != "codes" or not data.domain.public:
             raise DataError("this release needs ids in a public finite domain; declare the domain")
-        if data.transforms:
+        if self._streamed(data):
             return streams.histogram_sum(self._stream(data), normalize)
         if normalize:
             sizes = self._sizes(data)
@@ -494,39 +500,32 @@ class DuckDBEngine(Engine):
     def edges(self, data: DuckTable) -> UserDataset:
         if data.kind == "points":
             raise DataError("distinct counting needs items that are ids (a finite domain)")
-        if data.transforms:
+        if self._streamed(data):
             return streams.edges(self._stream(data))
-        if data.kind == "codes":
-            t = self._arrow(f"SELECT DISTINCT u, c FROM {data.view}")
-            labels = np.asarray(data.domain.labels, dtype=object)[t.column("c").to_numpy()]
-        else:
-            t = self._arrow(f"SELECT DISTINCT u, i FROM {data.view}")
-            labels = t.column("i").to_numpy(zero_copy_only=False)
-        return edges_from_pairs(t.column("u").to_numpy(zero_copy_only=False), labels)
+        t = self._arrow(f"SELECT DISTINCT u, {data.item_sql} AS i FROM {data.view}")
+        return edges_from_pairs(t.column("u").to_numpy(zero_copy_only=False), self._labels(data, t.column("i")))
 
     def key_records(self, data: DuckTable) -> tuple[UserDataset, np.ndarray]:
         if data.kind == "points":
             raise DataError("counting records per key needs keys that are ids (a finite domain)")
-        if data.transforms:
+        if self._streamed(data):
             return streams.key_records(self._stream(data))
-        col = "c" if data.kind == "codes" else "i"
+        col = data.item_sql
         t = self._arrow(f"SELECT u, {col} AS i, count(*) AS k FROM {data.view} GROUP BY u, {col}")
-        labels = t.column("i").to_numpy(zero_copy_only=False)
-        if data.kind == "codes":
-            labels = np.asarray(data.domain.labels, dtype=object)[labels]
         return key_records_from_triples(
-            t.column("u").to_numpy(zero_copy_only=False), labels, t.column("k").to_numpy().astype(np.int64)
-        )
+            t.column("u").to_numpy(zero_copy_only=False), self._labels(data, t.column("i")),
+            t.column("k").to_numpy().astype(np.int64),
+        )  # fmt: skip
 
     def key_record_sums(self, data: DuckTable, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
         """The (person, key) record counts grouped by DuckDB, read in batches of whole persons, ``fn`` on each."""
         if data.kind == "points":
             raise DataError("counting records per key needs keys that are ids (a finite domain)")
-        if data.transforms:
+        if self._streamed(data):
             return streams.key_record_sums(self._stream(data), fn, width)
         if data.kind == "ids":
             return self._key_record_sums_of_ids(data, fn, int(width))
-        col = "c" if data.kind == "codes" else "i"
+        col = "c"  # codes of a declared domain
         parts = []
         query = f"SELECT u, {col} AS i, count(*) AS k FROM {data.view} GROUP BY u, {col} ORDER BY u"
         for t in _whole_users(self._reader(query)):
@@ -573,7 +572,7 @@ class DuckDBEngine(Engine):
             raise DataError("a set union needs items that are ids (a finite domain)")
         cap = int(cap)
         width = int(np.asarray(weights(np.ones(1, dtype=np.int64))).shape[1])
-        if data.transforms:
+        if self._streamed(data):
             return streams.bounded_item_sums(self._stream(data), cap, keep, weights, width)
         col = "CAST(c AS BIGINT)" if data.kind == "codes" else "i"
         pairs = self._name("pairs")
