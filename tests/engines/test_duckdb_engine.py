@@ -115,13 +115,18 @@ def test_every_aggregate_equals_the_memory_engine_and_the_definition(kind, files
         assert got == brute.item_sums_of(mem.bounded_item_sums(a, *args))
         assert got == brute.item_sums(users, labels, *args)
     counted = np.array(sorted(LABELS[::2]), dtype=object)
-    for part, width in ((partial(kept_grid_part, counted=counted, l0s=(1, 2, 4), linfs=(1, 3)), 6),
-                        (partial(bounded_counts_part, counted=counted, l0=2, linf=2), 1)):  # fmt: skip
-        got = brute.item_sums_of(duck.key_record_sums(b, part, width))
-        assert got == brute.item_sums_of(mem.key_record_sums(a, part, width))
-    check_key_record_sums(users, labels, _recorded(duck, b, counted))
+
+    def check_key_counts(a, b):  # keys read off the data (coded in SQL) or of a declared domain (its codes)
+        for part, width in ((partial(kept_grid_part, counted=counted, l0s=(1, 2, 4), linfs=(1, 3)), 6),
+                            (partial(bounded_counts_part, counted=counted, l0=2, linf=2), 1)):  # fmt: skip
+            got = brute.item_sums_of(duck.key_record_sums(b, part, width))
+            assert got == brute.item_sums_of(mem.key_record_sums(a, part, width))
+        check_key_record_sums(users, labels, _recorded(duck, b, counted))
+
+    check_key_counts(a, b)
     dom = FiniteDomain(LABELS)
     a, b = mem.load(rows, ITEMS, dom), duck.load(src, ITEMS, dom)
+    check_key_counts(a, b)
     for normalize in (True, False):
         h = duck.histogram_sum(b, normalize)
         assert _same_bits(h, mem.histogram_sum(a, normalize))
