@@ -70,11 +70,23 @@ def test_public_domain_and_unknown_items():
     ds = UserDataset.from_table(RECORDS, user="user", item="word", domain=dom)
     assert ds.domain.public and ds.domain_size == 4
     ds.require_public_domain()
-    with pytest.raises(DataError, match="not in the declared domain"):
-        UserDataset.from_table(RECORDS, user="user", item="word", domain=FiniteDomain(["a", "b"]))
     inferred = UserDataset.from_table(RECORDS, user="user", item="word")
     with pytest.raises(DataError, match="read off the data"):
         inferred.require_public_domain()
+
+
+def test_items_outside_the_declared_domain_are_dropped_person_by_person():
+    """No refusal: an item outside the public domain is dropped where its person's items are coded (a refusal
+    would depend on one person's data). A person left with none is no person of the dataset (from records),
+    or a person with no items (from lists): either contributes nothing to a release."""
+    dom = FiniteDomain(["a", "b"])
+    assert dom.encode(np.array(["b", "zz", "a", "7"], dtype=object)).tolist() == [1, -1, 0, -1]
+    ds = UserDataset.from_arrays([1, 1, 2, 3, 3], ["a", "zz", "zz", "b", "b"], domain=dom)
+    assert ds.user_ids.tolist() == [1, 3] and ds.offsets.tolist() == [0, 1, 3] and ds.items.tolist() == [0, 1, 1]
+    lists = UserDataset.from_lists([["a", "x"], ["y"], ["b", "a"]], domain=dom)
+    assert lists.offsets.tolist() == [0, 1, 1, 3] and lists.items.tolist() == [0, 1, 0]
+    table = UserDataset.from_table({"user": [5, 5, 6], "word": ["b", "q", "q"]}, "user", "word", domain=dom)
+    assert table.user_ids.tolist() == [5] and table.items.tolist() == [1]
 
 
 def test_domain_validation():
@@ -196,7 +208,6 @@ def test_data_error_messages_name_no_count():
     """Messages about the data never contain a count read off it (here: 3 of everything)."""
     dom = FiniteDomain(["a", "b"])
     cases = [
-        lambda: UserDataset.from_lists([["a"], ["x"], ["y"], ["z"]], domain=dom),  # 3 unknown items
         lambda: UserDataset.from_lists([[(2.0, 2.0)], [(3.0, 3.0)], [(4.0, 4.0)]], domain=BoxDomain((0, 0), (1, 1))),
         lambda: UserDataset.from_table(pa.table({"user": ["a", None, None, None], "word": ["x"] * 4}), "user", "word"),
         lambda: UserDataset(np.array([0, 3]), np.array([0, 1, 0, 1]), domain=dom),

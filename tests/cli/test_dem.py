@@ -44,6 +44,7 @@ def test_freq_json(files, capsys):
     assert {"mechanism", "guarantee", "estimate", "requested", "delivered"} <= set(out)
     assert "discrete" in out["guarantee"] and len(out["estimate"]) == 12
     assert sum(out["estimate"].values()) == pytest.approx(1.0)
+    assert out["outside"].startswith("items outside the declared domain are dropped, person by person")
     out2 = _run(capsys, cli_argv.clustered("itemwise", data, domain, *base, "--samples", "20", "--model", "central"))
     # 20 samples: Lemma 5.2's distance (computed here, at the projection's delta/2) exceeds 1, so the inner
     # release gets alpha r = 1 and all of delta
@@ -53,6 +54,7 @@ def test_freq_json(files, capsys):
     assert out2["route"] == "theorem 4.4"
     d = out2["delivered"]
     assert d["kind"] == "DiscreteEMDDP" and d["r"] == 0.05 and d["epsilon"] <= 1.0 and 0 < d["delta"] <= 1e-6
+    assert out2["outside"] == out["outside"]
 
 
 def test_samples_need_delta(files, capsys):

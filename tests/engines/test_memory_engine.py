@@ -347,3 +347,19 @@ def test_grid_sum_counts_each_person_s_points_inside_the_box(shape):
     assert np.allclose(got, want, rtol=0, atol=1e-12)
     persons_inside = {u for u, p in zip(users.tolist(), pts, strict=True) if brute.cell_of(p, box, shape) is not None}
     assert got.sum() == pytest.approx(len(persons_inside)) and len(persons_inside) < 40
+
+
+def test_words_outside_a_declared_domain_are_dropped_on_every_engine():
+    """Text split into words against a declared domain: a word outside it is dropped, person by person (a person
+    with none left adds nothing), on the memory, DuckDB and chunked engines alike; never refused."""
+    import pyarrow as pa
+
+    from userdp.engines.duckdb import DuckDBEngine
+
+    table = pa.table({"user": [1, 1, 2, 3], "text": ["the cat", "zz the", "qq", "cat cat"]})
+    cols, dom = Columns("user", "text", tokenize=True), FiniteDomain(["cat", "the"])
+    for eng in (MemoryEngine(), DuckDBEngine(), ChunkedEngine(2)):
+        data = eng.load(table, cols, dom)
+        s = eng.user_sizes(data)
+        assert (s.smallest, s.largest, s.users) == (2, 3, 2), eng.name
+        assert eng.histogram_sum(data, normalize=False).tolist() == [3, 2], eng.name

@@ -477,3 +477,43 @@ def test_a_float_person_id_is_refused_on_every_engine(tmp_path, spark_engine):
     for eng in (get_engine("memory"), ChunkedEngine(rows_per_chunk=1), spark_engine):
         with pytest.raises(DataError, match="floating-point"):
             eng.user_sizes(eng.load(path, Columns("user", item="item")))
+
+
+# --------------------------------------------------------------------------------------------
+# Items outside a declared domain: dropped person by person on every engine, never refused
+# --------------------------------------------------------------------------------------------
+
+_DOMAIN_RELEASES = [
+    "histogram",
+    "itemwise, central",
+    "frequency, exponential randomizer on a line metric",
+    "frequency, local, BoundedEMDReduction",
+]
+
+
+def _plus_outside(table: pa.Table) -> pa.Table:
+    """The table plus one new person holding one item outside the domain, and one more such item held by the
+    first person: a neighbouring dataset (add a person) of a neighbour (change one person's items)."""
+    first = table.slice(0, 1).to_pylist()[0]
+    extra = [{**first, "item": "ZZ"}, {**first, "user": 10**6, "item": "not a label"}]
+    return pa.concat_tables([table, pa.Table.from_pylist(extra, schema=table.schema)])
+
+
+@pytest.mark.parametrize("name", _DOMAIN_RELEASES)
+def test_items_outside_the_domain_are_dropped_alike_on_every_engine_and_never_refused(name, tmp_path):
+    """Every release over a declared finite domain, on the memory, DuckDB and chunked engines, releases D and D
+    plus items outside the domain (a new person holding only such an item, and one such item more for an old
+    person) alike: the same value for the same seed, and ``params["outside"]`` says items are dropped, with no
+    count. Catches a refusal when an item lies outside (a data-dependent refusal: a release on D, an error on D
+    plus one person), and an outside item counted or coded as another label."""
+    from userdp.data import OUTSIDE_DOMAIN
+    from userdp.engines.duckdb import DuckDBEngine
+
+    equal, run = RELEASES[name]
+    table, plus = _table(equal), _plus_outside(_table(equal))
+    pq.write_table(plus, tmp_path / "plus.parquet", row_group_size=97)
+    base = run(table, "memory")
+    for source, eng in ((plus, "memory"), (plus, DuckDBEngine()), (tmp_path / "plus.parquet", ChunkedEngine(50))):
+        rel = run(source, eng)
+        _same(base, rel)
+        assert rel.params["outside"] == OUTSIDE_DOMAIN and not any(ch.isdigit() for ch in OUTSIDE_DOMAIN)

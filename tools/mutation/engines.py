@@ -9,6 +9,10 @@ _MEMORY = "tests/engines/test_memory_engine.py"
 _KEYED = "tests/engines/test_keyed_batches.py"
 _SPARK = "tests/engines/test_spark_engine.py"
 _GUARDS = "tests/releases/test_release_guards.py"
+_OUTSIDE_RELEASE = (
+    "tests/releases/test_engines_agree.py::test_items_outside_the_domain_are_dropped_alike_on_every_engine_and_never_refused"
+)
+_OUTSIDE_DATA = "tests/test_data.py::test_items_outside_the_declared_domain_are_dropped_person_by_person"
 
 MUTANTS: list[Mutant] = [
     # -- the chunked engine: whole users per chunk ----------------------------------------------------
@@ -382,5 +386,57 @@ MUTANTS: list[Mutant] = [
         "person's keys are spread over batches and each batch bounds them again (up to L0 keys per batch)",
         (4,),
     ),
+    # -- items outside a declared domain: dropped person by person, never refused ----------------------
+    Mutant(
+        "domain-outside-refused",
+        "refusal",
+        "data/domains.py",
+        "        return codes_u[inv.reshape(-1)]\n",
+        "        if np.any(codes_u < 0):\n"
+        "            raise DataError(\"some item values are not in the declared domain\")\n"
+        "        return codes_u[inv.reshape(-1)]\n",
+        (_OUTSIDE_RELEASE + "[histogram]", _OUTSIDE_DATA),
+        "a table with one item outside the public domain is refused: the release on D becomes an error on D plus "
+        "one person (a refusal that depends on the data, unbounded privacy loss)",
+        (1,),
+    ),
+    Mutant(
+        "dataset-outside-coded-as-first-label",
+        "contribution-bound",
+        "data/dataset.py",
+        "                    users, codes = users[inside], codes[inside]",
+        "                    codes = np.where(inside, codes, 0)",
+        (_OUTSIDE_RELEASE + "[histogram]", _OUTSIDE_DATA),
+        "an item outside the public domain is counted as the domain's first label: the release counts what the "
+        "person never held there, and a person outside the domain still contributes",
+        (1,),
+    ),
+    Mutant(
+        "lists-outside-kept",
+        "contribution-bound",
+        "data/dataset.py",
+        "        if not inside.all():\n            kept = np.bincount(",
+        "        if False:\n            kept = np.bincount(",
+        (_OUTSIDE_DATA,),
+        "per-person lists keep their items outside the domain as code -1 (the last label where it is indexed)",
+    ),
+    Mutant(
+        "duckdb-outside-coded-as-first-label",
+        "contribution-bound",
+        "engines/duckdb.py",
+        'SELECT v.u, d.c FROM {view} v JOIN {dom} d ON CAST(v.i AS VARCHAR) = d.t',
+        'SELECT v.u, COALESCE(d.c, 0) AS c FROM {view} v LEFT JOIN {dom} d ON CAST(v.i AS VARCHAR) = d.t',
+        (_OUTSIDE_RELEASE + "[histogram]",),
+        "on DuckDB (and the chunked engine) an item outside the public domain is counted as its first label",
+        (4,),
+    ),
+    Mutant(
+        "memory-words-outside-kept",
+        "contribution-bound",
+        "engines/memory.py",
+        "            inside = codes >= 0  # a word outside the public domain is dropped (OUTSIDE_DOMAIN)",
+        "            inside = codes >= -1",
+        (f"{_MEMORY}::test_words_outside_a_declared_domain_are_dropped_on_every_engine",),
+        "text split into words keeps the words outside the public domain as code -1 (counted as the last label)",
+    ),
 ]
-

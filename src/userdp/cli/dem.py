@@ -143,7 +143,8 @@ def cmd_itemwise(args: argparse.Namespace) -> int:
     rel = releases.itemwise(args.file, space, domain, args.alpha, item=args.item, beta=args.beta, **_request(args))
     unbiased, top = _top(rel, domain, args.top)
     released = {str(domain.labels[i]): float(v) for i, v in enumerate(rel.value)}
-    extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "m": rel.params["m"], **_scale(space)}
+    extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "m": rel.params["m"], **_scale(space),
+             "outside": rel.params["outside"]}  # fmt: skip
     return _emit(args, rel, unbiased, {**extra, "unbiased": unbiased, "released_histogram": released}, top)
 
 
@@ -152,7 +153,8 @@ def cmd_freq(args: argparse.Namespace) -> int:
     rel = releases.frequency(args.file, space, domain, args.alpha, item=args.item, beta=args.beta, **_request(args))
     unbiased, top = _top(rel, domain, args.top)
     est = {str(domain.labels[i]): float(v) for i, v in enumerate(rel.value)}
-    extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "unbiased": unbiased, **_scale(space)}
+    extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "unbiased": unbiased, **_scale(space),
+             "outside": rel.params["outside"]}  # fmt: skip
     return _emit(args, rel, est, extra, top)
 
 

@@ -32,7 +32,7 @@ from .dataset import UserDataset, group_by_user
 from .dataset import _copy_runs as _copy_runs
 from .dataset import _dedupe_runs as _dedupe_runs
 from .dataset import _user_keys as _user_keys
-from .domains import BoxDomain, FiniteDomain
+from .domains import OUTSIDE_DOMAIN, BoxDomain, FiniteDomain
 from .domains import sorted_text as sorted_text
 from .domains import unique_inverse as unique_inverse
 from .io import READ_ERRORS as READ_ERRORS
@@ -45,6 +45,7 @@ from .io import read_table, table_of, to_arrow
 __all__ = [
     "FiniteDomain",
     "BoxDomain",
+    "OUTSIDE_DOMAIN",
     "UserDataset",
     "tokenize",
     "unique_inverse",

@@ -219,6 +219,9 @@ class UserDataset:
                 domain = FiniteDomain(labels, public=False)
             else:
                 codes = domain.encode(items_arr)
+                inside = codes >= 0  # an item outside the public domain is dropped (OUTSIDE_DOMAIN)
+                if not inside.all():
+                    users, codes = users[inside], codes[inside]
         offsets, order, user_keys = group_by_user(users)
         return cls(offsets, codes[order], user_keys, domain)
 
@@ -276,6 +279,11 @@ class UserDataset:
                 raise DataError("cannot infer a domain from no items; pass domain=")
             domain = FiniteDomain.from_data(arr)
         codes = domain.encode(arr) if arr.size else np.empty(0, dtype=np.int64)
+        inside = codes >= 0  # an item outside the public domain is dropped (OUTSIDE_DOMAIN); its person stays
+        if not inside.all():
+            kept = np.bincount(np.repeat(np.arange(counts.size), counts)[inside], minlength=counts.size)
+            offsets = np.concatenate([[0], np.cumsum(kept)]).astype(np.int64)
+            codes = codes[inside]
         return cls(offsets, codes, None, domain)
 
     @classmethod

@@ -16,7 +16,12 @@ import pyarrow.compute as pc
 from ..errors import DataError
 from ..text import encode_strings
 
-__all__ = ["FiniteDomain", "BoxDomain", "unique_inverse", "sorted_text"]
+__all__ = ["FiniteDomain", "BoxDomain", "unique_inverse", "sorted_text", "OUTSIDE_DOMAIN"]
+
+OUTSIDE_DOMAIN = (
+    "items outside the declared domain are dropped, person by person (a person with none inside contributes "
+    "nothing); how many were dropped is not reported"
+)
 
 
 def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -144,7 +149,11 @@ class FiniteDomain:
 
     def encode(self, values: Sequence[Any] | np.ndarray) -> np.ndarray:
         """Codes of ``values`` (a value is the label that prints alike: ``"7"`` and ``7`` match, ``"007"`` and
-        ``7`` do not); a :class:`DataError` if any value is not in the domain."""
+        ``7`` do not), ``-1`` for a value that is not in the domain.
+
+        The dataset constructors drop the items coded ``-1``, person by person (:data:`OUTSIDE_DOMAIN`):
+        refusing a table because one of its values lies outside the public domain would make the refusal
+        depend on one person's data."""
         arr = np.asarray(values)
         uniq, inv = unique_inverse(arr)
         index = self._lookup()
@@ -153,8 +162,6 @@ class FiniteDomain:
             dtype=np.int64,
             count=uniq.size,
         )
-        if np.any(codes_u < 0):  # how many is data-dependent and is not reported
-            raise DataError("some item values are not in the declared domain")
         return codes_u[inv.reshape(-1)]
 
 

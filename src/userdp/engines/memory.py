@@ -67,6 +67,10 @@ def load_table(table: Any, columns: Columns, domain: FiniteDomain | BoxDomain | 
             domain = FiniteDomain(vocabulary, public=False)
         elif isinstance(domain, FiniteDomain):
             codes = domain.encode(vocabulary)[codes] if vocabulary.size else codes
+            inside = codes >= 0  # a word outside the public domain is dropped (OUTSIDE_DOMAIN)
+            if not inside.all():
+                counts = np.bincount(np.repeat(np.arange(counts.size), counts)[inside], minlength=counts.size)
+                codes = codes[inside]
         else:
             raise DataError("--tokenize makes the items words; a point box does not apply")
         return UserDataset.from_rows(users.to_numpy(zero_copy_only=False), counts, codes, domain)

@@ -63,12 +63,6 @@ class SparkTable:
     domain: FiniteDomain | BoxDomain | None
 
 
-def _codes(domain: FiniteDomain | None, values) -> np.ndarray:
-    """Item codes of ``values`` in the public domain (-1 for a value outside it); on the executors."""
-    index = domain._lookup()  # noqa: SLF001 - the domain's own label text -> code map
-    return np.fromiter((index.get(str(v), -1) for v in values), dtype=np.int64, count=len(values))
-
-
 def _as_rows(cols: Columns, domain: FiniteDomain | BoxDomain | None, ds: UserDataset):
     """A dataset of whole users back as rows of the engine's columns (labels of the public domain, or points);
     on the executors."""
@@ -288,25 +282,14 @@ class SparkEngine(Engine):
         grid = self._table(data, lambda ds: grid_rows(ds, shape, box, drop_outside), shape[0] * shape[1])
         return grid.reshape(shape)
 
-    def _coded(self, data: SparkTable) -> None:
-        """Refuse, on the driver, items outside the public domain (the executors then code every item)."""
-        from pyspark.sql import functions as F
-        from pyspark.sql.types import BooleanType, StructField, StructType
-
+    @staticmethod
+    def _coded(data: SparkTable) -> None:
+        """Refuse a table without a public finite domain of ids (the handle's parameters, not its rows). On the
+        executors every item is coded, and an item outside the domain dropped, person by person, as the
+        in-memory engine drops it (``OUTSIDE_DOMAIN``)."""
         dom, cols = data.domain, data.columns
         if not isinstance(dom, FiniteDomain) or not dom.public or cols.item is None:
             raise DataError("this release needs ids in a public finite domain; declare the domain")
-        item = cols.item
-        schema = StructType([StructField("_out", BooleanType())])
-
-        def outside(batches):
-            import pandas as pd
-
-            for pdf in batches:
-                yield pd.DataFrame({"_out": [bool((_codes(dom, pdf[item].tolist()) < 0).any())]})
-
-        if data.df.select(item).mapInPandas(outside, schema).filter(F.col("_out")).limit(1).count():
-            raise DataError("some item values are not in the declared domain")
 
     def histogram_sum(self, data: SparkTable, normalize: bool = True) -> np.ndarray:
         self._coded(data)
@@ -512,7 +495,7 @@ class SparkEngine(Engine):
             raise DataError(f"the per-user sample size must be at least 1, got {s}")
         self._check_keyable(data.df, data.columns.user)
         if data.columns.item is not None:
-            self._coded(data)  # the canonical order is the codes' order: every item must have one
+            self._coded(data)  # the canonical order is the codes' order: the items are coded
         s, cols, dom = int(s), data.columns, data.domain
         df = self._by_users(data, lambda ds: _as_rows(cols, dom, sample_keyed(ds, s, streams)), data.df.schema)
         return SparkTable(df, data.columns, data.domain)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..data import FiniteDomain, table_of
+from ..data import OUTSIDE_DOMAIN, FiniteDomain, table_of
 from ..dem import GKRR, itemwise_guarantee, linear_release, project_simplex
 from ..dem.frequency import check_randomizer, frequency_randomizer, gkrr_interval_halfwidth, unbiased_estimate
 from ..dem.linear import _check_linear
@@ -184,7 +184,8 @@ def linear(
     per_user = eng.per_user_mean(data, query)
     rel = linear_release(per_user, lipschitz, req.inner_alpha, mdl, norm, req.inner_delta or None, src)
     g, fields = deliver(req, rel.guarantee, allow_weaker)
-    return Release(rel.value, g, rel.mechanism, {**rel.params, "engine": eng.name}, rel.error, {**rel.extras, **fields})
+    params = {**rel.params, "engine": eng.name, **({"outside": OUTSIDE_DOMAIN} if item is not None else {})}
+    return Release(rel.value, g, rel.mechanism, params, rel.error, {**rel.extras, **fields})
 
 
 def _randomized_counts(
@@ -205,7 +206,12 @@ def _randomized_counts(
 ):
     """The shared data path of PrivEMDItemWise and frequency estimation: the keyed randomization of every item
     (GKRR on a clustered metric, else the exponential randomizer: :func:`userdp.dem.frequency.frequency_randomizer`)
-    and the count histogram of the released multisets, with the delivered guarantee."""
+    and the count histogram of the released multisets, with the delivered guarantee.
+
+    Items outside the public ``domain`` are dropped, person by person, as every engine drops them
+    (``params["outside"]``): d_EM-DP's guarantee is stated for persons holding items of the domain (an item
+    outside it is at no finite distance from any other), and its equal-sizes check then reads the sizes that
+    its neighbouring datasets share; a refusal of the value itself would depend on one person's data."""
     req = plan_request(alpha, delta, samples, r)
     mdl = _model(model)
     if not isinstance(domain, FiniteDomain) or not domain.public:
@@ -229,7 +235,8 @@ def _randomized_counts(
     a0, h_delta = gk.guarantee.alpha, cal.best.delta or None
     inner, route = itemwise_guarantee(a0, m, req.inner_delta, n, metric=gk.guarantee.metric, inner_delta=h_delta)
     g, fields = deliver(req, inner, allow_weaker)
-    params = {"alpha0": a0, "m": m, "model": mdl.value, "route": route, "h_delta": h_delta, "engine": eng.name}
+    params = {"alpha0": a0, "m": m, "model": mdl.value, "route": route, "h_delta": h_delta, "engine": eng.name,
+              "outside": OUTSIDE_DOMAIN}  # fmt: skip
     return gk, counts, g, params, fields
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..data import FiniteDomain
+from ..data import OUTSIDE_DOMAIN, FiniteDomain
 from ..dem import laplace_histogram
 from ..engines import Columns, Engine, get_engine
 from ..errors import DataError, ParameterError
@@ -28,7 +28,8 @@ def histogram(
     rng: RngLike = None,
 ) -> Release:
     """``sum_i K~_i`` over the public ``domain`` with Laplace noise (sensitivity 1 under add/remove one user,
-    2 under replace one user); users with no items contribute nothing. ``engine``, ``rng`` as in
+    2 under replace one user); users with no items contribute nothing, and items outside ``domain`` are
+    dropped, person by person (``params["outside"]`` says so). ``engine``, ``rng`` as in
     :func:`userdp.releases.heatmap`."""
     if not isinstance(domain, FiniteDomain) or not domain.public:
         raise DataError("the histogram needs the public item domain (FiniteDomain(labels))")
@@ -42,4 +43,6 @@ def histogram(
     calibrate_laplace(1.0 if nb is Neighbours.ADD_REMOVE_USER else 2.0, epsilon, dim=len(domain))
     eng = get_engine(engine, source)
     total = eng.histogram_sum(eng.load(source, Columns(user, item), domain), normalize=True)
-    return laplace_histogram(total, epsilon, nb, resolve_rng(rng))
+    rel = laplace_histogram(total, epsilon, nb, resolve_rng(rng))
+    rel.params.update(outside=OUTSIDE_DOMAIN)
+    return rel
