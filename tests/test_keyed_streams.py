@@ -79,38 +79,48 @@ def test_same_master_and_key_give_the_same_stream_in_every_process():
     assert json.loads(done.stdout) == streams.source("user-7", "p").words(2000).tolist()
 
 
-def _expected_stream(master: bytes, purpose: bytes, encoding: bytes, n: int) -> np.ndarray:
-    """The first ``n`` words of a user's stream computed here from the construction, with hmac, hashlib and
-    cryptography: the purpose's AES key and counter-block key, the user's BLAKE2b-128 counter block, AES-CTR."""
-    label = b"userdp keyed per-user streams v2\x00"
+_LABEL = b"userdp keyed per-user streams v3\x00"
+
+
+def _expected_block(master: bytes, purpose: bytes, key: object, encoding: bytes) -> bytes:
+    """A user's initial counter block computed here from the construction: AES-256 under the purpose's integer
+    key of ``"int64\\0\\0\\0" | key`` (8 bytes big-endian) for an integer key in int64's range, else
+    BLAKE2b-128 of the key's encoding under the purpose's counter-block key."""
     tail = len(purpose).to_bytes(4, "big") + purpose
-    aes_key = hmac.new(master, label + b"aes\x00" + tail, hashlib.sha256).digest()
-    iv_key = hmac.new(master, label + b"iv\x00" + tail, hashlib.sha256).digest()
-    block = hashlib.blake2b(encoding, digest_size=16, key=iv_key).digest()
-    enc = Cipher(algorithms.AES(aes_key), modes.CTR(block)).encryptor()
+    if isinstance(key, int) and not isinstance(key, bool) and -(2**63) <= key < 2**63:
+        int_key = hmac.new(master, _LABEL + b"int\x00" + tail, hashlib.sha256).digest()
+        block = b"int64\x00\x00\x00" + key.to_bytes(8, "big", signed=True)
+        return Cipher(algorithms.AES(int_key), modes.ECB()).encryptor().update(block)
+    iv_key = hmac.new(master, _LABEL + b"iv\x00" + tail, hashlib.sha256).digest()
+    return hashlib.blake2b(encoding, digest_size=16, key=iv_key).digest()
+
+
+def _expected_stream(master: bytes, purpose: bytes, key: object, encoding: bytes, n: int) -> np.ndarray:
+    """The first ``n`` words of a user's stream computed here from the construction, with hmac, hashlib and
+    cryptography: the purpose's AES key, the user's counter block (:func:`_expected_block`), AES-CTR."""
+    tail = len(purpose).to_bytes(4, "big") + purpose
+    aes_key = hmac.new(master, _LABEL + b"aes\x00" + tail, hashlib.sha256).digest()
+    enc = Cipher(algorithms.AES(aes_key), modes.CTR(_expected_block(master, purpose, key, encoding))).encryptor()
     return np.frombuffer(enc.update(bytes(8 * n)), dtype="<u8")
 
 
 def test_stream_is_aes256_ctr_under_a_purpose_key_from_a_keyed_user_counter_block(fixed_urandom):
     """A known-answer check computed here with hmac, hashlib and cryptography: the master is os.urandom(32);
-    the purpose's AES key HMAC-SHA256(master, label | "aes" | len(purpose) | purpose) and its counter-block key
-    the same with "iv"; the user's initial counter block BLAKE2b-128 of the key encoding under the latter; the
-    stream AES-256-CTR from that block. A PCG64 (or any other) stream, a constant key, a counter block not
-    keyed by the user or a master not read from os.urandom all fail it."""
+    the purpose's AES key HMAC-SHA256(master, label | "aes" | len(purpose) | purpose), its counter-block keys
+    the same with "iv" and "int"; an integer user's initial counter block AES-256 of its tagged 8 bytes under
+    the "int" key, another user's BLAKE2b-128 of its encoding under the "iv" key; the stream AES-256-CTR from
+    that block. A PCG64 (or any other) stream, a constant key, a counter block not keyed by the user, a key
+    used in two roles or a master not read from os.urandom all fail it."""
     streams = KeyedStreams()
     assert 32 in fixed_urandom
     purpose = b"BoundedEMDReduction: sampling with replacement"
-    label = b"userdp keyed per-user streams v2\x00"
-    tail = len(purpose).to_bytes(4, "big") + purpose
-    aes_key = hmac.new(MASTER, label + b"aes\x00" + tail, hashlib.sha256).digest()
-    iv_key = hmac.new(MASTER, label + b"iv\x00" + tail, hashlib.sha256).digest()
-    for key, encoding in [(12345, b"int\x0012345"), ("alice", b"str\x00alice")]:
-        block = hashlib.blake2b(encoding, digest_size=16, key=iv_key).digest()
-        enc = Cipher(algorithms.AES(aes_key), modes.CTR(block)).encryptor()
-        expected = np.frombuffer(enc.update(bytes(8 * 1001)), dtype="<u8")
+    cases = [(12345, b"int\x0012345"), (-7, b"int\x00-7"), (2**63, b"int\x00" + str(2**63).encode()),
+             ("alice", b"str\x00alice")]  # fmt: skip
+    for key, encoding in cases:
+        expected = _expected_stream(MASTER, purpose, key, encoding, 1001)
         src = streams.source(key, purpose.decode())
         got = np.concatenate([src.words(1), src.words(999), src.words(1)])  # odd reads cross block halves
-        assert np.array_equal(got, expected)
+        assert np.array_equal(got, expected), key
         batch = streams.batch(np.array([key, key], dtype=object), purpose.decode())
         assert np.array_equal(batch.words(np.array([3, 1001])), np.concatenate([expected[:3], expected]))
 
@@ -120,14 +130,13 @@ def test_a_counter_block_that_wraps_continues_as_ctr_mode_does():
     from userdp.noise.keyed import KeyedBatch
 
     streams = KeyedStreams(3)
-    cipher, _ = streams._purpose("p")
-    key = bytes(range(32))
+    ciphers = streams._purpose("p")
     for hi, lo in [(5, 2**64 - 2), (2**64 - 1, 2**64 - 1)]:
-        batch = KeyedBatch(cipher, key, [1], False)
+        batch = KeyedBatch(ciphers, [1], False)
         batch.hi[:], batch.lo[:] = hi, lo
         from userdp.noise.keyed import _purpose_keys
 
-        aes_key, _ = _purpose_keys(streams._master, "p")
+        aes_key, _, _ = _purpose_keys(streams._master, "p")
         block = ((hi << 64) | lo).to_bytes(16, "big")
         expected = np.frombuffer(Cipher(algorithms.AES(aes_key), modes.CTR(block)).encryptor().update(bytes(80)), "<u8")
         assert np.array_equal(batch.source(0).words(10), expected)
@@ -241,16 +250,19 @@ def test_every_keyed_draw_reads_its_own_purpose(monkeypatch):
 
 
 def test_purpose_keys_and_counter_blocks_are_distinct():
-    """The two keys a purpose derives (its AES key and its counter-block key) differ from each other and from
-    every other purpose's, and distinct users get distinct counter blocks: a collision in any of them would
-    make two streams that are meant to be independent share words."""
+    """The three keys a purpose derives (its AES key and its two counter-block keys) differ from each other and
+    from every other purpose's, and distinct users get distinct counter blocks, integer keys (AES of their
+    blocks) and others (BLAKE2b) alike: a collision in any of them would make two streams that are meant to be
+    independent share words."""
     from userdp.noise.keyed import _purpose_keys
 
     keys = [k for p in ("", "a", "b", "set union: contribution bounding") for k in _purpose_keys(MASTER, p)]
     assert len(set(keys)) == len(keys) and all(len(k) == 32 for k in keys)
-    batch = KeyedStreams(2).batch(np.arange(2000), "p")
-    blocks = set(zip(batch.hi.tolist(), batch.lo.tolist(), strict=True))
-    assert len(blocks) == 2000
+    assert len(keys) == 12
+    users = np.array([*range(-1000, 1000), *(str(i) for i in range(1000)), 2**63, 2**64 + 1], dtype=object)
+    for batch in (KeyedStreams(2).batch(np.arange(2000), "p"), KeyedStreams(2).batch(users, "p")):
+        blocks = set(zip(batch.hi.tolist(), batch.lo.tolist(), strict=True))
+        assert len(blocks) == len(batch)
 
 
 def test_batches_of_many_users_read_each_users_own_stream():
@@ -263,6 +275,7 @@ def test_batches_of_many_users_read_each_users_own_stream():
     for keys in (
         np.array([5, -3, 2**40, 5, 0], dtype=np.int64),
         np.array([1, 2, 3], dtype=np.uint32),
+        np.array([1, 2**63, 2**64 - 1], dtype=np.uint64),  # past int64: the BLAKE2b block, as one at a time
         np.array(["alice", "bob", "", "ünï"]),
         np.array([1, "1", b"1", 1.0, True], dtype=object),
     ):
@@ -279,7 +292,7 @@ def test_batches_of_many_users_read_each_users_own_stream():
     # and the common stream is the construction's, computed here: not one mistake shared by both paths
     for keys, encoding in ((np.array([7], dtype=np.int64), b"int\x007"), (np.array(["7"]), b"str\x007")):
         got = streams.batch(keys, "p").words(np.array([5]))
-        assert np.array_equal(got, _expected_stream(streams._master, b"p", encoding, 5))
+        assert np.array_equal(got, _expected_stream(streams._master, b"p", keys.tolist()[0], encoding, 5))
 
 
 def test_keyed_keep_keeps_a_uniform_subset_of_exactly_cap():

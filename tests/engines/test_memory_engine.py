@@ -363,3 +363,20 @@ def test_words_outside_a_declared_domain_are_dropped_on_every_engine():
         s = eng.user_sizes(data)
         assert (s.smallest, s.largest, s.users) == (2, 3, 2), eng.name
         assert eng.histogram_sum(data, normalize=False).tolist() == [3, 2], eng.name
+
+
+def test_sort_segments_sorts_every_segment_of_any_length_and_range():
+    """The compiled per-person sort that puts each person's codes in canonical order before the keyed steps
+    (insertion for short segments, counting for narrow ranges, NumPy's sort otherwise): every segment equals
+    its NumPy sort, on lengths 0 to 200 and ranges narrow, wide and negative."""
+    from userdp.engines.memory import _sort_segments
+
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(0, 200, 300)
+    lengths[:40] = np.arange(40)  # every short length, insertion's boundary (32) included
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    for width in (3, 100, 2**40):
+        values = rng.integers(-width, width, offsets[-1]).astype(np.int64)
+        got = _sort_segments(values, offsets)
+        want = np.concatenate([np.sort(values[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True)])
+        assert np.array_equal(got, want), width

@@ -439,4 +439,16 @@ MUTANTS: list[Mutant] = [
         (f"{_MEMORY}::test_words_outside_a_declared_domain_are_dropped_on_every_engine",),
         "text split into words keeps the words outside the public domain as code -1 (counted as the last label)",
     ),
+    Mutant(
+        "sort-segments-insertion-skips-the-first",
+        "engine-bounding",
+        "engines/memory.py",
+        "                while k >= a and out[k] > v:",
+        "                while k > a and out[k] > v:",
+        (f"{_MEMORY}::test_sort_segments_sorts_every_segment_of_any_length_and_range",
+         "tests/releases/test_engines_agree.py::test_memory_and_chunked_releases_are_identical_and_their_aggregates_right"),
+        "a person's codes are not put in canonical order before the keyed randomization: the released items "
+        "depend on the order of the person's rows in the file, and engines reading other orders disagree",
+        (4,),
+    ),
 ]

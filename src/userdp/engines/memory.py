@@ -164,13 +164,23 @@ def _sorted_items(items: np.ndarray) -> np.ndarray:
 @njit(cache=True, parallel=True)
 def _sort_segments(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """``values`` (integers) with every segment ``offsets[i]:offsets[i + 1]`` sorted ascending (a new array).
-    A segment whose values span a range at most twice its length is sorted by counting, others by NumPy.
-    Segments (users) are sorted in parallel, on every core numba's threads have (``prange``): each segment's
-    result is its sort, so the output does not depend on the number of threads."""
+    A segment of at most 32 values is sorted by insertion (in place, no allocation), a longer one whose values
+    span a range at most twice its length by counting, others by NumPy. Segments (users) are sorted in
+    parallel, on every core numba's threads have (``prange``): each segment's result is its sort, so the
+    output does not depend on the number of threads."""
     out = values.copy()
     for i in prange(offsets.size - 1):
         a, b = offsets[i], offsets[i + 1]
         if b - a < 2:
+            continue
+        if b - a <= 32:
+            for j in range(a + 1, b):
+                v = out[j]
+                k = j - 1
+                while k >= a and out[k] > v:
+                    out[k + 1] = out[k]
+                    k -= 1
+                out[k + 1] = v
             continue
         lo, hi = values[a], values[a]
         for j in range(a + 1, b):
