@@ -246,6 +246,30 @@ def test_grid_sum_equals_memory(engine, records, frame):
     assert np.array_equal(kept, user_grid_sum(ds, 64, small, drop_outside=True))
 
 
+def test_grid_sum_in_spark_sql_is_the_memory_engine_s_on_cell_edges(engine):
+    """Spark computes the heatmap's count table in SQL: points on every cell edge (where a different order of
+    the cell arithmetic would round across), on the box's edges and corners, outside it, NaN and infinite
+    coordinates, persons with all their points outside: bit for bit the in-memory engine's sum (points outside
+    dropped person by person). Catches a cell formula that is not the memory engine's, a size counted over
+    the points outside, a point on the upper edge put past the last cell."""
+    import pandas as pd
+
+    box, shape = BoxDomain((0.0, -1.0), (0.7, 0.3)), (7, 13)
+    edges0, edges1 = np.linspace(0.0, 0.7, 8), np.linspace(-1.0, 0.3, 14)
+    pts = [(a, b) for a in edges0 for b in edges1[::3]] + [(a, b) for a in edges0[::2] for b in edges1]
+    pts += [(0.7, 0.3), (0.0, -1.0), (0.71, 0.0), (1e300, 0.0), (-0.2, -2.0)]
+    users = np.arange(len(pts)) % 9
+    users[-2:] = 100  # a person with no point inside
+    lat, lon = np.array(pts).T
+    want = user_grid_sum(UserDataset.from_arrays(users, np.array(pts)), shape, box, drop_outside=True)
+    df = engine.spark.createDataFrame(pd.DataFrame({"user": users, "lat": lat, "lon": lon})).repartition(3)
+    got = engine.grid_sum(engine.load(df, POINTS), box, shape, drop_outside=True)
+    assert np.array_equal(got, want)
+    assert want.sum() == pytest.approx(9)  # the nine persons with a point inside, each of mass 1
+    with pytest.raises(DataError, match="NaN or inf"):  # refused at load, as in memory and on DuckDB
+        engine.load(engine.spark.createDataFrame(pd.DataFrame({"user": [1], "lat": [np.inf], "lon": [0.0]})), POINTS)
+
+
 @pytest.mark.slow  # bit-for-bit equality with memory (brute-force means: default tier)
 def test_per_user_mean_equals_memory(engine, records, frame):
     users, _, lat, lon, _ = records

@@ -451,4 +451,26 @@ MUTANTS: list[Mutant] = [
         "depend on the order of the person's rows in the file, and engines reading other orders disagree",
         (4,),
     ),
+    Mutant(
+        "spark-grid-upper-edge-past-the-last-cell",
+        "engine-bounding",
+        "engines/spark.py",
+        "F.lit(k - 1)).cast(\"long\")",
+        "F.lit(k)).cast(\"long\")",
+        (f"{_SPARK}::test_grid_sum_in_spark_sql_is_the_memory_engine_s_on_cell_edges",),
+        "on Spark a point on the box's upper edge falls past the last cell: its mass lands in the next row's "
+        "first cell (or off the grid), not the memory engine's map",
+        (4,),
+    ),
+    Mutant(
+        "spark-grid-size-counts-points-outside",
+        "sensitivity",
+        "engines/spark.py",
+        'sizes = p.groupBy("_u")',
+        'sizes = data.df.select(F.col(data.columns.user).alias("_u")).groupBy("_u")',
+        (f"{_SPARK}::test_grid_sum_in_spark_sql_is_the_memory_engine_s_on_cell_edges",),
+        "on Spark a person's size counts the points outside the box: the person's mass inside is below 1, not "
+        "the in-memory engine's distribution (the release's utility and its engine agreement break)",
+        (4,),
+    ),
 ]
