@@ -180,3 +180,25 @@ def test_gaussian_counts_of_selected_keys_split_delta_in_halves():
     p = plan_key_counts(1.0, 1e-6, noise="gaussian", public_keys=False)
     assert p["delta_keys"] == p["delta_counts"] == 5e-7
     assert plan_key_counts(1.0, 1e-6, noise="laplace", public_keys=False)["delta_keys"] == 1e-6
+
+
+def test_a_batch_restricted_to_the_counted_keys_in_text_order_for_any_key_list():
+    """``_restricted`` (every batch's persons restricted to the counted keys, each person's entries in the text
+    order of the labels, the tie order of the bounding) keeps one lookup per domain and key list: a second key
+    list over the same domain, or a domain whose codes are not in text order, is looked up again. Catches a
+    lookup reused for another key list (a person's records counted on keys not asked for)."""
+    from userdp.data import FiniteDomain, UserDataset
+    from userdp.vocabulary.counts import _restricted
+
+    domain = FiniteDomain(np.array(["b", "a", "d", "c", "e"], dtype=object), public=False)  # codes not in text order
+    sets = UserDataset(np.array([0, 3, 3, 5]), np.array([0, 1, 4, 2, 3]), None, domain)
+    mult = np.array([5, 6, 7, 8, 9])
+    for counted in (np.array(["a", "b", "c"], dtype=object), np.array(["b", "d", "e"], dtype=object)):
+        offsets, codes, m = _restricted(sets, mult, counted)
+        want = [[], [], []]
+        for u in range(3):
+            held = [(str(domain.labels[sets.items[j]]), mult[j]) for j in range(sets.offsets[u], sets.offsets[u + 1])]
+            want[u] = [(list(counted).index(t), k) for t, k in sorted(held) if t in set(counted)]
+        got = [list(zip(codes[offsets[u] : offsets[u + 1]].tolist(), m[offsets[u] : offsets[u + 1]].tolist(),
+                        strict=True)) for u in range(3)]  # fmt: skip
+        assert got == want, counted

@@ -292,4 +292,14 @@ MUTANTS: list[Mutant] = [
         "the policy threshold bounds a new item's weight by floor(unit / k), but water-filling gives up to "
         "ceil(unit / k): the new-item bound is computed for less weight than a person can give",
     ),
+    Mutant(
+        "counts-lookup-reused-for-another-key-list",
+        "contribution-bound",
+        "vocabulary/counts.py",
+        "if last is not None and last[0] is labels and last[1] is counted:",
+        "if last is not None and last[0] is labels:",
+        ("tests/vocabulary/test_counts.py::test_a_batch_restricted_to_the_counted_keys_in_text_order_for_any_key_list",),
+        "a batch's persons are restricted with the lookup of the previous key list: their records are counted "
+        "on the keys of another release (or the selection's keys counted as public ones)",
+    ),
 ]

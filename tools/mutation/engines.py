@@ -378,8 +378,8 @@ MUTANTS: list[Mutant] = [
         "duckdb-coded-key-records-ordered-by-key",
         "engine-bounding",
         "engines/duckdb.py",
-        'JOIN {names} n USING (t) ORDER BY g.u, n.code"',
-        'JOIN {names} n USING (t) ORDER BY n.code, g.u"',
+        'query = f"SELECT u, code, k FROM {coded} ORDER BY u, code"',
+        'query = f"SELECT u, code, k FROM {coded} ORDER BY code, u"',
         ("tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition",
          "tests/releases/test_counts.py::test_the_key_selection_sees_each_person_s_kept_keys_only"),
         "the coded (person, key, records) stream of keys read off the data is ordered by key, not by person: a "
@@ -471,6 +471,18 @@ MUTANTS: list[Mutant] = [
         (f"{_SPARK}::test_grid_sum_in_spark_sql_is_the_memory_engine_s_on_cell_edges",),
         "on Spark a person's size counts the points outside the box: the person's mass inside is below 1, not "
         "the in-memory engine's distribution (the release's utility and its engine agreement break)",
+        (4,),
+    ),
+    Mutant(
+        "duckdb-shared-pairs-keep-records",
+        "contribution-bound",
+        "engines/duckdb.py",
+        'self._sql(f"CREATE VIEW {pairs} AS SELECT u, t AS i FROM {self._grouped_table(data)}")',
+        'self._sql(f"CREATE VIEW {pairs} AS SELECT u, t AS i FROM {self._grouped_table(data)}, range(k)")',
+        ("tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition",
+         "tests/releases/test_engines_agree.py::test_memory_and_chunked_releases_are_identical_and_their_aggregates_right"),
+        "the set union's pairs read off the grouped records repeat a pair once per record: a person holding a "
+        "word twice counts twice toward its degree and weights (the set union's sensitivity is exceeded)",
         (4,),
     ),
 ]

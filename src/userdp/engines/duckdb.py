@@ -149,7 +149,8 @@ class DuckDBEngine(Engine):
         self._con = None
         self._names = itertools.count()
         self._frames: dict[str, Any] = {}
-        self._grouped_keys: dict[str, tuple[str, str, FiniteDomain]] = {}
+        self._grouped: dict[str, str] = {}  # view -> its (u, t, k) table: records per person and key text
+        self._grouped_keys: dict[str, tuple[str, FiniteDomain]] = {}  # view -> its coded, sorted records
 
     # -- the connection -------------------------------------------------------------------------
     @property
@@ -534,6 +535,17 @@ class DuckDBEngine(Engine):
             parts.append(fn(sets, mult))
         return merge_item_sums(parts, int(width))
 
+    def _grouped_table(self, data: DuckTable) -> str:
+        """The view's records per person and key text, ``(u, t, k)``, stored once (in DuckDB, spillable) for
+        every pass of the releases on this handle: the set union's distinct pairs and the key counts' coded
+        records are read off it."""
+        if data.view not in self._grouped:
+            grouped = self._name("grouped")
+            self._sql(f"CREATE TABLE {grouped} AS SELECT u, CAST(i AS VARCHAR) AS t, count(*) AS k "
+                      f"FROM {data.view} GROUP BY ALL")  # fmt: skip
+            self._grouped[data.view] = grouped
+        return self._grouped[data.view]
+
     def _key_record_sums_of_ids(self, data: DuckTable, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`key_record_sums` of keys read off the data, coded in SQL: the keys' text is numbered once in
         its sorted order (DuckDB compares text byte by byte in UTF-8, which is Python's order of code
@@ -543,17 +555,20 @@ class DuckDBEngine(Engine):
         every batch's labels again. The grouped records and the numbering are kept (in DuckDB, spillable)
         for the release's next pass over the same table."""
         if data.view not in self._grouped_keys:
-            grouped, names = self._name("grouped"), self._name("keys")
-            self._sql(f"CREATE TABLE {grouped} AS SELECT u, CAST(i AS VARCHAR) AS t, count(*) AS k "
-                      f"FROM {data.view} GROUP BY ALL")  # fmt: skip
+            grouped, names, coded = self._grouped_table(data), self._name("keys"), self._name("coded")
             self._sql(f"CREATE TABLE {names} AS SELECT t, CAST(row_number() OVER (ORDER BY t) - 1 AS BIGINT) "
                       f"AS code FROM (SELECT DISTINCT t FROM {grouped})")  # fmt: skip
             text = self._arrow(f"SELECT t FROM {names} ORDER BY code").column("t").to_numpy(zero_copy_only=False)
             domain = FiniteDomain(np.asarray(text, dtype=object), public=False)
-            self._grouped_keys[data.view] = (grouped, names, domain)
-        grouped, names, domain = self._grouped_keys[data.view]
+            # stored sorted once: each pass's ORDER BY then reads a sorted table (0.37 s against 1.5 s for the
+            # join and sort at 10^7 pairs)
+            self._sql(f"CREATE TABLE {coded} AS SELECT g.u, n.code, g.k FROM {grouped} g JOIN {names} n USING (t) "
+                      f"ORDER BY g.u, n.code")  # fmt: skip
+            self._sql(f"DROP TABLE {names}")
+            self._grouped_keys[data.view] = (coded, domain)
+        coded, domain = self._grouped_keys[data.view]
         parts = []
-        query = f"SELECT g.u, n.code, g.k FROM {grouped} g JOIN {names} n USING (t) ORDER BY g.u, n.code"
+        query = f"SELECT u, code, k FROM {coded} ORDER BY u, code"
         for t in _whole_users(self._reader(query)):
             users = t.column("u").to_numpy(zero_copy_only=False)
             starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
@@ -573,8 +588,12 @@ class DuckDBEngine(Engine):
         if self._streamed(data):
             return streams.bounded_item_sums(self._stream(data), cap, keep, weights, width)
         col = "CAST(c AS BIGINT)" if data.kind == "codes" else "i"
+        shared = data.kind == "ids" and str(self.con.sql(f"SELECT i FROM {data.view} LIMIT 0").types[0]) == "VARCHAR"
         pairs = self._name("pairs")
-        self._sql(f"CREATE TABLE {pairs} AS SELECT DISTINCT u, {col} AS i FROM {data.view}")
+        if shared:  # text ids: the distinct pairs are the grouped records' (kept for the key counts' passes)
+            self._sql(f"CREATE VIEW {pairs} AS SELECT u, t AS i FROM {self._grouped_table(data)}")
+        else:
+            self._sql(f"CREATE TABLE {pairs} AS SELECT DISTINCT u, {col} AS i FROM {data.view}")
         try:
             ks = np.arange(1, cap + 1, dtype=np.int64)
             w = np.asarray(weights(ks), dtype=np.int64)
@@ -597,7 +616,7 @@ class DuckDBEngine(Engine):
                 parts.append(bounded_item_sums_of(sets, cap, keep, weights))
             return merge_item_sums(parts, width)
         finally:
-            self._sql(f"DROP TABLE IF EXISTS {pairs}")
+            self._sql(f"DROP {'VIEW' if shared else 'TABLE'} IF EXISTS {pairs}")
 
     @staticmethod
     def _labels(data: DuckTable, col: pa.ChunkedArray) -> np.ndarray:

@@ -180,32 +180,46 @@ def choose_bounds_from_kept(
 # --------------------------------------------------------------------------------------------
 
 
-def _restricted(sets: Any, mult: np.ndarray, counted: np.ndarray):
-    """A batch's persons restricted to the ``counted`` keys (sorted text): their CSR offsets, the entries'
-    positions in ``counted`` and multiplicities, entries of a person in the order of their keys' text."""
-    # only the labels this batch uses are turned into text and looked up (a batch of a large table shares
-    # its domain with every other batch: work in the domain's size would be paid once per batch)
-    used, local = np.unique(np.asarray(sets.items, dtype=np.int64), return_inverse=True)
-    lab = np.array([str(x) for x in np.asarray(sets.domain.labels, dtype=object)[used]], dtype=object)
-    counted = np.asarray(counted, dtype=object)
-    if counted.size == 0 or lab.size == 0:
+_LOOKUP: list = [None]  # the last domain's lookup: (labels, counted, positions, ranks), held by identity
+
+
+def _domain_lookup(labels: np.ndarray, counted: Any) -> tuple[np.ndarray, np.ndarray]:
+    """For every code of the domain whose ``labels`` are given: its position among the ``counted`` keys (sorted
+    text; -1 if not counted) and its rank in the labels' text order. Computed once per domain and key list
+    (every batch of a release shares both objects: the last pair is kept, by identity, so that a batch pays
+    for the codes it holds, not for the domain's size)."""
+    last = _LOOKUP[0]
+    if last is not None and last[0] is labels and last[1] is counted:
+        return last[2], last[3]
+    lab = np.array([str(x) for x in np.asarray(labels, dtype=object)], dtype=object)
+    keys = np.asarray(counted, dtype=object)
+    if keys.size == 0 or lab.size == 0:
         pos = np.full(lab.size, -1, dtype=np.int64)
     else:  # each label's position among the counted keys (a hash lookup), -1 if it is not counted
-        found = pc.index_in(pa.array(lab, type=pa.large_string()), value_set=pa.array(counted, type=pa.large_string()))
+        found = pc.index_in(pa.array(lab, type=pa.large_string()), value_set=pa.array(keys, type=pa.large_string()))
         pos = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    local = local.reshape(-1)
-    codes = pos[local] if local.size else np.empty(0, dtype=np.int64)
-    deg = np.diff(np.asarray(sets.offsets, dtype=np.int64))
-    person = np.repeat(np.arange(deg.size), deg)
-    keep = codes >= 0
     if lab.size < 2 or bool(np.all(lab[1:] > lab[:-1])):  # already in text order (codes numbered so)
         rank = np.arange(lab.size, dtype=np.int64)
     else:
-        rank = np.unique(lab, return_inverse=True)[1].reshape(-1)
-    order = np.lexsort((rank[local][keep], person[keep])) if keep.any() else None  # (the labels' text order)
-    person_k, codes_k = person[keep], codes[keep]
+        rank = np.unique(lab, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    _LOOKUP[0] = (labels, counted, pos, rank)
+    return pos, rank
+
+
+def _restricted(sets: Any, mult: np.ndarray, counted: np.ndarray):
+    """A batch's persons restricted to the ``counted`` keys (sorted text): their CSR offsets, the entries'
+    positions in ``counted`` and multiplicities, entries of a person in the order of their keys' text."""
+    pos, rank = _domain_lookup(sets.domain.labels, counted)
+    items = np.asarray(sets.items, dtype=np.int64)
+    codes = pos[items] if items.size else np.empty(0, dtype=np.int64)
+    deg = np.diff(np.asarray(sets.offsets, dtype=np.int64))
+    person = np.repeat(np.arange(deg.size), deg)
+    keep = codes >= 0
+    person_k, codes_k, rank_k = person[keep], codes[keep], rank[items[keep]]
     mult_k = np.asarray(mult, dtype=np.int64)[keep]
-    if order is not None:
+    step = rank_k[1:] > rank_k[:-1]
+    if not bool(np.all((person_k[1:] > person_k[:-1]) | ((person_k[1:] == person_k[:-1]) & step))):
+        order = np.lexsort((rank_k, person_k))  # each person's entries in the labels' text order
         person_k, codes_k, mult_k = person_k[order], codes_k[order], mult_k[order]
     offsets_k = np.r_[0, np.cumsum(np.bincount(person_k, minlength=deg.size))].astype(np.int64)
     return offsets_k, codes_k, mult_k
