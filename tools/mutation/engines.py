@@ -485,4 +485,15 @@ MUTANTS: list[Mutant] = [
         "word twice counts twice toward its degree and weights (the set union's sensitivity is exceeded)",
         (4,),
     ),
+    Mutant(
+        "duckdb-edges-not-ordered-by-person",
+        "engine-bounding",
+        "engines/duckdb.py",
+        't = self._arrow(f"SELECT u, code FROM {coded} ORDER BY u, code")',
+        't = self._arrow(f"SELECT u, code FROM {coded} ORDER BY code, u")',
+        ("tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition",),
+        "the distinct count's person-element edges are read in key order: a person's runs are cut wherever another "
+        "person's key comes between, and one person becomes several (the count's sensitivity is exceeded)",
+        (4,),
+    ),
 ]

@@ -501,6 +501,13 @@ class DuckDBEngine(Engine):
             raise DataError("distinct counting needs items that are ids (a finite domain)")
         if self._streamed(data):
             return streams.edges(self._stream(data))
+        if data.kind == "ids":  # coded in SQL, sorted by person and code: the edges' CSR form as it comes
+            coded, domain = self._coded_keys(data)
+            t = self._arrow(f"SELECT u, code FROM {coded} ORDER BY u, code")
+            users = t.column("u").to_numpy(zero_copy_only=False)
+            starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]]) if users.size else np.zeros(0, np.int64)
+            offsets = np.r_[starts, users.size].astype(np.int64)
+            return UserDataset(offsets, t.column("code").to_numpy().astype(np.int64), users[starts], domain)
         t = self._arrow(f"SELECT DISTINCT u, {data.item_sql} AS i FROM {data.view}")
         return edges_from_pairs(t.column("u").to_numpy(zero_copy_only=False), self._labels(data, t.column("i")))
 
@@ -546,27 +553,30 @@ class DuckDBEngine(Engine):
             self._grouped[data.view] = grouped
         return self._grouped[data.view]
 
-    def _key_record_sums_of_ids(self, data: DuckTable, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`key_record_sums` of keys read off the data, coded in SQL: the keys' text is numbered once in
-        its sorted order (DuckDB compares text byte by byte in UTF-8, which is Python's order of code
-        points), and the ordered stream carries ``(person, code, records)`` integers, each batch a dataset of
-        whole persons over that one domain. What ``fn`` sees per person is what
-        :func:`~userdp.engines.base.key_records_from_triples` gives (its keys in text order), without coding
-        every batch's labels again. The grouped records and the numbering are kept (in DuckDB, spillable)
-        for the release's next pass over the same table."""
+    def _coded_keys(self, data: DuckTable) -> tuple[str, FiniteDomain]:
+        """The view's records per person and key, ``(u, code, k)``, with the keys' text numbered once in its
+        sorted order (DuckDB compares text byte by byte in UTF-8, which is Python's order of code points), stored
+        sorted by person and code (each pass's ``ORDER BY`` then reads a sorted table: 0.37 s against 1.5 s for
+        the join and sort at 10^7 pairs), and that (non-public) domain of the keys' text; kept (in DuckDB,
+        spillable) for every later pass over the same table."""
         if data.view not in self._grouped_keys:
             grouped, names, coded = self._grouped_table(data), self._name("keys"), self._name("coded")
             self._sql(f"CREATE TABLE {names} AS SELECT t, CAST(row_number() OVER (ORDER BY t) - 1 AS BIGINT) "
                       f"AS code FROM (SELECT DISTINCT t FROM {grouped})")  # fmt: skip
             text = self._arrow(f"SELECT t FROM {names} ORDER BY code").column("t").to_numpy(zero_copy_only=False)
             domain = FiniteDomain(np.asarray(text, dtype=object), public=False)
-            # stored sorted once: each pass's ORDER BY then reads a sorted table (0.37 s against 1.5 s for the
-            # join and sort at 10^7 pairs)
             self._sql(f"CREATE TABLE {coded} AS SELECT g.u, n.code, g.k FROM {grouped} g JOIN {names} n USING (t) "
                       f"ORDER BY g.u, n.code")  # fmt: skip
             self._sql(f"DROP TABLE {names}")
             self._grouped_keys[data.view] = (coded, domain)
-        coded, domain = self._grouped_keys[data.view]
+        return self._grouped_keys[data.view]
+
+    def _key_record_sums_of_ids(self, data: DuckTable, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`key_record_sums` of keys read off the data, coded in SQL (:meth:`_coded_keys`): the ordered
+        stream carries ``(person, code, records)`` integers, each batch a dataset of whole persons over that one
+        domain. What ``fn`` sees per person is what :func:`~userdp.engines.base.key_records_from_triples` gives
+        (its keys in text order), without coding every batch's labels again."""
+        coded, domain = self._coded_keys(data)
         parts = []
         query = f"SELECT u, code, k FROM {coded} ORDER BY u, code"
         for t in _whole_users(self._reader(query)):
