@@ -380,8 +380,8 @@ MUTANTS: list[Mutant] = [
         "engines/duckdb.py",
         'query = f"SELECT u, code, k FROM {coded} ORDER BY u, code"',
         'query = f"SELECT u, code, k FROM {coded} ORDER BY code, u"',
-        ("tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition",
-         "tests/releases/test_counts.py::test_the_key_selection_sees_each_person_s_kept_keys_only"),
+        ("tests/engines/test_duckdb_engine.py::test_key_count_parts_in_sql_rank_ties_by_text_and_clip_as_the_parts_do",
+         "tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition"),
         "the coded (person, key, records) stream of keys read off the data is ordered by key, not by person: a "
         "person's keys are spread over batches and each batch bounds them again (up to L0 keys per batch)",
         (4,),
@@ -494,6 +494,39 @@ MUTANTS: list[Mutant] = [
         ("tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition",),
         "the distinct count's person-element edges are read in key order: a person's runs are cut wherever another "
         "person's key comes between, and one person becomes several (the count's sensitivity is exceeded)",
+        (4,),
+    ),
+    Mutant(
+        "duckdb-key-part-ties-reversed",
+        "contribution-bound",
+        "engines/duckdb.py",
+        "ORDER BY g.k DESC, g.t) AS r",
+        "ORDER BY g.k DESC, g.t DESC) AS r",
+        ("tests/engines/test_duckdb_engine.py::test_key_count_parts_in_sql_rank_ties_by_text_and_clip_as_the_parts_do",),
+        "on DuckDB a person's keys of equal records are ranked in reverse text order: the person keeps other "
+        "keys than on every other engine (the counts differ by engine)",
+        (4,),
+    ),
+    Mutant(
+        "duckdb-key-part-counts-unclipped",
+        "sensitivity",
+        "engines/duckdb.py",
+        'f"SELECT pos, sum(least(k, {linf}))::BIGINT AS s FROM ({ranked}) WHERE r <= {l0} "',
+        'f"SELECT pos, sum(k)::BIGINT AS s FROM ({ranked}) WHERE r <= {l0} "',
+        ("tests/engines/test_duckdb_engine.py::test_key_count_parts_in_sql_rank_ties_by_text_and_clip_as_the_parts_do", "tests/releases/test_counts.py::test_the_key_selection_sees_each_person_s_kept_keys_only"),
+        "on DuckDB a person counts all their records on a kept key, not at most Linf: one person moves a count "
+        "by more than the noise was calibrated for",
+        (4,),
+    ),
+    Mutant(
+        "duckdb-key-part-one-rank-too-many",
+        "contribution-bound",
+        "engines/duckdb.py",
+        'f"SELECT r, least(k, {top_k}) AS k, count(*) AS n FROM ({ranked}) WHERE r <= {top_l} "',
+        'f"SELECT r - 1 AS r, least(k, {top_k}) AS k, count(*) AS n FROM ({ranked}) WHERE r <= {top_l} + 1 "',
+        ("tests/engines/test_duckdb_engine.py::test_key_count_parts_in_sql_rank_ties_by_text_and_clip_as_the_parts_do",),
+        "on DuckDB the bounds' kept records count each person's L0 + 1 keys of most records: GEM scores the "
+        "candidates on records the bounds would not keep",
         (4,),
     ),
 ]

@@ -530,6 +530,9 @@ class DuckDBEngine(Engine):
         if self._streamed(data):
             return streams.key_record_sums(self._stream(data), fn, width)
         if data.kind == "ids":
+            part = getattr(getattr(fn, "func", None), "key_part", None)  # (a part of the key counts' bounding)
+            if part is not None and not getattr(fn, "args", ()):
+                return self._key_part_in_sql(data, part, dict(fn.keywords), int(width))
             return self._key_record_sums_of_ids(data, fn, int(width))
         col = "c"  # codes of a declared domain
         parts = []
@@ -570,6 +573,39 @@ class DuckDBEngine(Engine):
             self._sql(f"DROP TABLE {names}")
             self._grouped_keys[data.view] = (coded, domain)
         return self._grouped_keys[data.view]
+
+    def _key_part_in_sql(self, data: DuckTable, part: str, kw: dict, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """The key counts' per-person parts (:func:`userdp.vocabulary.kept_grid_part`,
+        :func:`~userdp.vocabulary.bounded_counts_part`) in SQL, over the grouped records: each person's records
+        restricted to the counted keys (matched as text), ranked by records, most first, ties in the keys' text
+        order (DuckDB compares text byte by byte in UTF-8: Python's order of code points), as the parts rank
+        them. ``kept_grid``: the table of (rank, records clipped at the largest Linf) counts up to the largest
+        L0, from which every candidate's kept records are exact integer sums; ``bounded_counts``: each counted
+        key's records within rank L0, at most Linf each. What the parts give, bit for bit (tested)."""
+        counted = np.asarray(kw["counted"], dtype=object)
+        keys = self._register("counted", pa.table({"t": pa.array([str(x) for x in counted], type=pa.string()),
+                                                   "pos": pa.array(np.arange(counted.size), type=pa.int64())}))
+        ranked = f"""SELECT n.pos, g.k, row_number() OVER (PARTITION BY g.u ORDER BY g.k DESC, g.t) AS r
+                     FROM {self._grouped_table(data)} g JOIN {keys} n USING (t)"""
+        if part == "kept_grid":
+            l0s, linfs = (np.asarray(kw[k], dtype=np.int64) for k in ("l0s", "linfs"))
+            top_l, top_k = int(l0s.max()), int(linfs.max())
+            t = self._arrow(f"SELECT r, least(k, {top_k}) AS k, count(*) AS n FROM ({ranked}) WHERE r <= {top_l} "
+                            f"GROUP BY ALL")  # fmt: skip
+            table = np.zeros((top_l + 1, top_k + 1), dtype=np.int64)  # [rank, records]: persons' entries
+            table[t.column("r").to_numpy().astype(np.int64), t.column("k").to_numpy().astype(np.int64)] = (
+                t.column("n").to_numpy().astype(np.int64)
+            )
+            within = np.cumsum(table, axis=0)[l0s]  # entries of rank <= l0, by records
+            kept = within @ np.minimum(np.arange(top_k + 1)[:, None], linfs[None, :])  # exact integers
+            if not self._any(f"SELECT 1 FROM {self._grouped_table(data)} LIMIT 1"):
+                return merge_item_sums([], width)  # no person: no part (as no batch)
+            return merge_item_sums([(np.array([""], dtype=object), kept.reshape(1, -1))], width)
+        l0, linf = int(kw["l0"]), int(kw["linf"])
+        t = self._arrow(f"SELECT pos, sum(least(k, {linf}))::BIGINT AS s FROM ({ranked}) WHERE r <= {l0} "
+                        f"GROUP BY pos HAVING sum(least(k, {linf})) > 0")  # fmt: skip
+        labels = counted[t.column("pos").to_numpy().astype(np.int64)]
+        return merge_item_sums([(labels, t.column("s").to_numpy().astype(np.int64).reshape(-1, 1))], width)
 
     def _key_record_sums_of_ids(self, data: DuckTable, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`key_record_sums` of keys read off the data, coded in SQL (:meth:`_coded_keys`): the ordered
