@@ -27,6 +27,23 @@ def test_get_engine():
         get_engine("nope")
 
 
+def test_auto_reads_files_past_the_measured_size_with_duckdb(tmp_path):
+    """``engine="auto"`` (the default): files of at least ``AUTO_FILE_BYTES`` (32 MB, where DuckDB overtook the
+    memory engine on every release measured) go to DuckDB, smaller ones stay in memory; a memory limit asks for
+    DuckDB whatever the size. (The choice never changes a released value: the engines agree bit for bit.)"""
+    from userdp.engines import AUTO_FILE_BYTES
+    from userdp.engines.duckdb import DuckDBEngine
+
+    assert AUTO_FILE_BYTES == 32 << 20
+    small, large = tmp_path / "small.parquet", tmp_path / "large.parquet"
+    for path, size in ((small, AUTO_FILE_BYTES - 1), (large, AUTO_FILE_BYTES)):
+        with open(path, "wb") as f:  # sparse: only the size is read
+            f.truncate(size)
+    assert isinstance(get_engine("auto", small), MemoryEngine) and isinstance(get_engine(None, str(small)), MemoryEngine)
+    assert isinstance(get_engine("auto", large), DuckDBEngine)
+    assert isinstance(get_engine("auto", small, memory_limit="1GB"), DuckDBEngine)
+
+
 def test_spark_engine_without_pyspark_says_how_to_install_it(monkeypatch):
     import sys
 

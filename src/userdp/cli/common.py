@@ -54,7 +54,7 @@ def add_release_options(p: argparse.ArgumentParser) -> None:
         "--engine",
         choices=ENGINES,
         default="auto",
-        help="where the data plane runs: auto (default: duckdb for input files of 256 MB or more, memory below), "
+        help="where the data plane runs: auto (default: duckdb for input files of 32 MB or more, memory below), "
         "memory, duckdb (embedded DuckDB: any row order, larger than memory, every core), chunked or spark; "
         "every engine releases the same values",
     )
