@@ -77,14 +77,15 @@ def test_public_domain_and_unknown_items():
 
 def test_items_outside_the_declared_domain_are_dropped_person_by_person():
     """No refusal: an item outside the public domain is dropped where its person's items are coded (a refusal
-    would depend on one person's data). A person left with none is no person of the dataset (from records),
-    or a person with no items (from lists): either contributes nothing to a release."""
+    would depend on one person's data). A person left with none is no person of the dataset, from records and
+    from lists alike (as on DuckDB and Spark, where such a person has no row left)."""
     dom = FiniteDomain(["a", "b"])
     assert dom.encode(np.array(["b", "zz", "a", "7"], dtype=object)).tolist() == [1, -1, 0, -1]
     ds = UserDataset.from_arrays([1, 1, 2, 3, 3], ["a", "zz", "zz", "b", "b"], domain=dom)
     assert ds.user_ids.tolist() == [1, 3] and ds.offsets.tolist() == [0, 1, 3] and ds.items.tolist() == [0, 1, 1]
-    lists = UserDataset.from_lists([["a", "x"], ["y"], ["b", "a"]], domain=dom)
-    assert lists.offsets.tolist() == [0, 1, 1, 3] and lists.items.tolist() == [0, 1, 0]
+    lists = UserDataset.from_lists([["a", "x"], ["y"], ["b", "a"], []], domain=dom)  # (the last was empty)
+    assert lists.offsets.tolist() == [0, 1, 3, 3] and lists.items.tolist() == [0, 1, 0]
+    assert lists.user_ids.tolist() == [0, 2, 3]  # the persons keep their positions as keys
     table = UserDataset.from_table({"user": [5, 5, 6], "word": ["b", "q", "q"]}, "user", "word", domain=dom)
     assert table.user_ids.tolist() == [5] and table.items.tolist() == [1]
 

@@ -32,7 +32,8 @@ def test_heatmap_json(points, tmp_path, capsys, algorithm):
     grid = np.load(res["grid"])
     # 64 cells along the longer side, square on the ground (the box is 3.3 km north-south by 2.5 km east-west)
     assert grid.shape == tuple(res["shape"]) == (64, 49) and grid.sum() == pytest.approx(1.0)
-    assert "users" not in json.dumps(res)  # nothing non-private is reported
+    # nothing non-private is reported (the box check is post-processing of the released DP count)
+    assert "users" not in json.dumps({k: v for k, v in res.items() if k != "box_check"})
 
 
 @pytest.mark.parametrize(
@@ -221,3 +222,35 @@ def test_auto_is_the_default_and_takes_a_public_user_estimate(points, tmp_path, 
     out = tmp_path / "bad.png"
     assert main([*argv, "--epsilon", "1", "--users", "-3", "--out", str(out)]) == 2
     assert capsys.readouterr().err.startswith("userdp: error:") and not out.exists()
+
+
+def test_a_box_that_misses_the_data_is_said_loudly_and_check_box_spends_only_its_epsilon(
+    points, tmp_path, capsys, monkeypatch
+):
+    """A box over another city (or latitude and longitude swapped): the auto heatmap's released DP count of users
+    inside says so on stderr and in the JSON (no privacy spent on it: post-processing). ``--check-box`` answers
+    only that question with ``--epsilon``: it is charged to the ledger like any release and writes no map; a
+    box that holds the data gets no warning."""
+    london = "51.40,-0.30,51.60,0.10"
+    argv = cli_argv.heatmap(points, "--bbox", london, "--epsilon", "1", "--seed", "1", "--json")
+    assert main([*argv, "--out", str(tmp_path / "x.png")]) == 0
+    captured = capsys.readouterr()
+    assert "userdp: warning: the DP estimate of users with a point inside the box is" in captured.err
+    assert "check --bbox and --lat/--lon" in json.loads(captured.out)["box_check"]
+    book = tmp_path / "ledger.json"
+    assert main(["ledger", "init", str(book), "--budget", "add-remove:1"]) == 0
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path)  # (where a map would go by default)
+    files = set(tmp_path.iterdir())
+    check = cli_argv.heatmap(points, "--epsilon", "0.5", "--check-box", "--json", "--ledger", str(book), "--seed", "2")
+    assert main([*check, "--bbox", london]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["box_check"] and "check --bbox" in captured.err and out["epsilon"] == 0.5
+    assert out["interval_90"] == pytest.approx(np.log(10) / 0.5)
+    assert set(tmp_path.iterdir()) == files  # no map made, no file written but the ledger's entry
+    assert main([*check, "--bbox", cli_argv.BBOX]) == 0  # the data's box: 50 users inside, no warning
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["box_check"] is None and "warning: the DP" not in captured.err
+    assert main([*check, "--bbox", cli_argv.BBOX]) == 2  # two checks of 0.5 spent the ledger's 1
+    assert "budget" in capsys.readouterr().err

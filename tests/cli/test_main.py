@@ -49,6 +49,10 @@ def test_account_shuffle_json_and_plot(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["alpha"] == pytest.approx(25, abs=0.5) and 1e-6 < out["delta_prime"] < 1e-4
     assert png.stat().st_size > 1000
+    # a --plot name without an image suffix (the fuzz test's 40.7,-74.0,40.8,-73.9) is refused before anything
+    assert main([*argv, "--json", "--plot", str(tmp_path / "40.7,-74.0,40.8,-73.9")]) == 2
+    captured = capsys.readouterr()
+    assert "--plot 40.7,-74.0,40.8,-73.9 needs an image suffix" in captured.err and captured.out == ""
 
 
 def test_account_reduction_json(capsys):
@@ -153,3 +157,38 @@ def test_every_option_has_help_and_every_release_command_an_example():
             assert f"userdp {group} {name} " in nested.choices[name].epilog
     help_text = sub.choices["distinct"].format_help()
     assert "(default: 0.05)" in help_text and "(default: None)" not in help_text
+
+
+@pytest.mark.parametrize("argv", [["--eps", "1"], ["--epsilon", "1", "--bet", "0.1"]])
+def test_option_abbreviations_are_refused(tmp_path, capsys, argv):
+    """No prefix of an option is taken for it (argparse's abbreviations are off): ``--eps 1`` is no
+    ``--epsilon 1`` and ``--bet`` no ``--beta`` (nor ``linear --r`` a silent ``--r-discrete``): exit 2, nothing
+    released."""
+    path = tmp_path / "r.csv"
+    path.write_text("reviewer,text\na,x y\nb,y z\n")
+    with pytest.raises(SystemExit) as info:
+        main(["distinct", str(path), "--user", "reviewer", "--item", "text", *argv])
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert ("required: --epsilon" if argv[0] == "--eps" else "unrecognized arguments: --bet") in captured.err
+    assert captured.out == ""
+
+
+def test_ctrl_c_says_interrupted_and_exits_130_without_a_traceback(tmp_path, capsys, monkeypatch):
+    """Ctrl-C during a release: ``userdp: interrupted`` on stderr, exit 130, no traceback, nothing on stdout,
+    and the ledger untouched (a release is charged and written only when it is complete)."""
+    import userdp.releases as rel
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rel, "distinct", interrupted)
+    path, book = tmp_path / "r.csv", tmp_path / "ledger.json"
+    path.write_text("reviewer,text\na,x y\nb,y z\n")
+    assert main(["ledger", "init", str(book), "--budget", "add-remove:5"]) == 0
+    before = book.read_bytes()
+    capsys.readouterr()
+    argv = ["distinct", str(path), "--user", "reviewer", "--item", "text", "--epsilon", "1", "--ledger", str(book)]
+    assert main(argv) == 130
+    captured = capsys.readouterr()
+    assert captured.err == "userdp: interrupted\n" and captured.out == "" and book.read_bytes() == before

@@ -15,7 +15,7 @@ import pytest
 
 from tests.engines import brute
 from tests.releases.test_engines_agree import check_key_record_sums
-from userdp.data import BoxDomain, FiniteDomain
+from userdp.data import BoxDomain, FiniteDomain, UserDataset
 from userdp.engines import Columns, MemoryEngine
 from userdp.engines.duckdb import DuckDBEngine, _sorted_table, parse_memory_limit
 from userdp.errors import DataError, ParameterError
@@ -246,13 +246,27 @@ def test_key_count_parts_in_sql_rank_ties_by_text_and_clip_as_the_parts_do():
     table = pa.table({"user": [r[0] for r in rows], "item": [str(r[1]) for r in rows]})
     mem, duck = MemoryEngine(), DuckDBEngine()
     a, b = mem.load(table, ITEMS), duck.load(table, ITEMS)
-    for counted in (np.array(sorted(labels), dtype=object), np.array(sorted(["é", "10", "Z", "zz", "k3"]), dtype=object)):
+    lists = (sorted(labels), sorted(["é", "10", "Z", "zz", "k3"]))
+    for counted in (np.array(keys, dtype=object) for keys in lists):
         for part, width in ((partial(kept_grid_part, counted=counted, l0s=(3, 1, 256), linfs=(2, 1, 64)), 9),
                             (partial(bounded_counts_part, counted=counted, l0=2, linf=3), 1),
                             (partial(bounded_counts_part, counted=counted, l0=1, linf=100), 1)):  # fmt: skip
             got, want = duck.key_record_sums(b, part, width), mem.key_record_sums(a, part, width)
             assert got[0].tolist() == want[0].tolist() and np.array_equal(got[1], want[1]), (counted, part)
+            # the kept grid stays sparse: bounds up to 10^6 (the grid's limit) as in memory
+            wide = partial(kept_grid_part, counted=counted, l0s=(1, 10**6), linfs=(1, 10**6))
+            assert np.array_equal(duck.key_record_sums(b, wide, 4)[1], mem.key_record_sums(a, wide, 4)[1])
             # any other per-person function runs on the ordered stream of whole persons (small batches here)
             small = DuckDBEngine(batch_rows=16)
             other = small.key_record_sums(small.load(table, ITEMS), lambda sets, mult, p=part: p(sets, mult), width)
             assert other[0].tolist() == want[0].tolist() and np.array_equal(other[1], want[1]), (counted, part)
+
+
+def test_outside_items_give_the_same_persons_and_sizes_on_memory_and_duckdb():
+    """A person whose items all lie outside the declared domain is no person on either engine (from lists as
+    from records), so the sizes a bounded release reads agree."""
+    dom = FiniteDomain(np.array(["a", "b", "c"], dtype=object))
+    ds = UserDataset.from_lists([["a", "b"], ["q"], ["c", "zz"]], domain=dom)
+    duck = DuckDBEngine()
+    mem, dk = MemoryEngine().user_sizes(ds), duck.user_sizes(duck.load(ds, ITEMS, dom))
+    assert mem == dk and (mem.smallest, mem.largest, mem.users) == (1, 2, 2)

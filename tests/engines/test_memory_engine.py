@@ -39,7 +39,8 @@ def test_auto_reads_files_past_the_measured_size_with_duckdb(tmp_path):
     for path, size in ((small, AUTO_FILE_BYTES - 1), (large, AUTO_FILE_BYTES)):
         with open(path, "wb") as f:  # sparse: only the size is read
             f.truncate(size)
-    assert isinstance(get_engine("auto", small), MemoryEngine) and isinstance(get_engine(None, str(small)), MemoryEngine)
+    assert isinstance(get_engine("auto", small), MemoryEngine)
+    assert isinstance(get_engine(None, str(small)), MemoryEngine)
     assert isinstance(get_engine("auto", large), DuckDBEngine)
     assert isinstance(get_engine("auto", small, memory_limit="1GB"), DuckDBEngine)
 

@@ -191,7 +191,12 @@ def test_refusals_on_spark(engine, records, frame):
     users, items, _, _, words = records
     small = FiniteDomain(words[:5])
     got = engine.histogram_sum(engine.load(frame, ITEMS, small), normalize=False)
-    assert np.array_equal(got, MemoryEngine().histogram_sum(UserDataset.from_arrays(users, items, small), False))
+    mem = MemoryEngine()
+    assert np.array_equal(got, mem.histogram_sum(UserDataset.from_arrays(users, items, small), False))
+    # every aggregate sees the table after the drop: the sizes (m and n of a bounded release) too
+    assert engine.user_sizes(engine.load(frame, ITEMS, small)) == mem.user_sizes(
+        UserDataset.from_arrays(users, items, small)
+    )
     with pytest.raises(DataError, match="outside"):
         engine.grid_sum(engine.load(frame, POINTS), SMALL_BOX, 8)
 

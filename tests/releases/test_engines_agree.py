@@ -517,3 +517,6 @@ def test_items_outside_the_domain_are_dropped_alike_on_every_engine_and_never_re
         rel = run(source, eng)
         _same(base, rel)
         assert rel.params["outside"] == OUTSIDE_DOMAIN and not any(ch.isdigit() for ch in OUTSIDE_DOMAIN)
+    auto = run(plus, None)  # engine="auto" picks by the input's size: the release records "auto", not its pick
+    _same(base, auto)
+    assert auto.params.get("engine", "auto") == "auto"

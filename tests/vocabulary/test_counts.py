@@ -202,3 +202,21 @@ def test_a_batch_restricted_to_the_counted_keys_in_text_order_for_any_key_list()
         got = [list(zip(codes[offsets[u] : offsets[u + 1]].tolist(), m[offsets[u] : offsets[u + 1]].tolist(),
                         strict=True)) for u in range(3)]  # fmt: skip
         assert got == want, counted
+
+
+def test_the_batch_lookup_sees_a_key_list_changed_in_place_and_is_not_kept_after_a_release():
+    """A key list changed in place after a batch was restricted with it is looked up again (not a stale
+    lookup), and a release does not keep the lookup (key text read off the data) past its passes."""
+    from userdp.data import FiniteDomain, UserDataset
+    from userdp.vocabulary import counts
+    from userdp.vocabulary.counts import _restricted
+
+    domain = FiniteDomain(np.array(["a", "b", "c"], dtype=object), public=False)
+    sets = UserDataset(np.array([0, 3]), np.array([0, 1, 2]), None, domain)
+    counted = np.array(["a", "b"], dtype=object)
+    assert _restricted(sets, np.array([1, 2, 3]), counted)[2].tolist() == [1, 2]
+    counted[:] = ["b", "c"]
+    assert _restricted(sets, np.array([1, 2, 3]), counted)[2].tolist() == [2, 3]
+    private_key_counts(np.array([0, 2]), np.array([0, 1]), np.array([1, 1]), np.array(["a", "b"]), 1.0,
+                       public_keys=np.array(["a"]), rng=1)  # fmt: skip
+    assert counts._LOOKUP[0] is None

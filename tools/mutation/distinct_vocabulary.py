@@ -296,10 +296,20 @@ MUTANTS: list[Mutant] = [
         "counts-lookup-reused-for-another-key-list",
         "contribution-bound",
         "vocabulary/counts.py",
-        "if last is not None and last[0] is labels and last[1] is counted:",
+        "if last is not None and last[0] is labels and last[1] is counted and np.array_equal(last[4], counted):",
         "if last is not None and last[0] is labels:",
-        ("tests/vocabulary/test_counts.py::test_a_batch_restricted_to_the_counted_keys_in_text_order_for_any_key_list",),
+        ("tests/vocabulary/test_counts.py::test_a_batch_restricted_to_the_counted_keys_in_text_order_for_any_key_list",
+         "tests/vocabulary/test_counts.py::test_the_batch_lookup_sees_a_key_list_changed_in_place_and_is_not_kept_after_a_release"),
         "a batch's persons are restricted with the lookup of the previous key list: their records are counted "
         "on the keys of another release (or the selection's keys counted as public ones)",
+    ),
+    Mutant(
+        "counts-lookup-blind-to-in-place-change",
+        "contribution-bound",
+        "vocabulary/counts.py",
+        " and np.array_equal(last[4], counted):",
+        ":",
+        ("tests/vocabulary/test_counts.py::test_the_batch_lookup_sees_a_key_list_changed_in_place_and_is_not_kept_after_a_release",),
+        "a key list changed in place is restricted with its old lookup: records counted on keys not asked for",
     ),
 ]

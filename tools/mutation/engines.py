@@ -12,6 +12,7 @@ _GUARDS = "tests/releases/test_release_guards.py"
 _OUTSIDE_RELEASE = (
     "tests/releases/test_engines_agree.py::test_items_outside_the_domain_are_dropped_alike_on_every_engine_and_never_refused"
 )
+_PARTS = "tests/engines/test_duckdb_engine.py::test_key_count_parts_in_sql_rank_ties_by_text_and_clip_as_the_parts_do"
 _OUTSIDE_DATA = "tests/test_data.py::test_items_outside_the_declared_domain_are_dropped_person_by_person"
 
 MUTANTS: list[Mutant] = [
@@ -380,7 +381,7 @@ MUTANTS: list[Mutant] = [
         "engines/duckdb.py",
         'query = f"SELECT u, code, k FROM {coded} ORDER BY u, code"',
         'query = f"SELECT u, code, k FROM {coded} ORDER BY code, u"',
-        ("tests/engines/test_duckdb_engine.py::test_key_count_parts_in_sql_rank_ties_by_text_and_clip_as_the_parts_do",
+        (_PARTS,
          "tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition"),
         "the coded (person, key, records) stream of keys read off the data is ordered by key, not by person: a "
         "person's keys are spread over batches and each batch bounds them again (up to L0 keys per batch)",
@@ -415,8 +416,8 @@ MUTANTS: list[Mutant] = [
         "lists-outside-kept",
         "contribution-bound",
         "data/dataset.py",
-        "        if not inside.all():\n            kept = np.bincount(",
-        "        if False:\n            kept = np.bincount(",
+        "        if not inside.all():  # a person left with none is no person",
+        "        if False:  # a person left with none is no person",
         (_OUTSIDE_DATA,),
         "per-person lists keep their items outside the domain as code -1 (the last label where it is indexed)",
     ),
@@ -502,7 +503,7 @@ MUTANTS: list[Mutant] = [
         "engines/duckdb.py",
         "ORDER BY g.k DESC, g.t) AS r",
         "ORDER BY g.k DESC, g.t DESC) AS r",
-        ("tests/engines/test_duckdb_engine.py::test_key_count_parts_in_sql_rank_ties_by_text_and_clip_as_the_parts_do",),
+        (_PARTS,),
         "on DuckDB a person's keys of equal records are ranked in reverse text order: the person keeps other "
         "keys than on every other engine (the counts differ by engine)",
         (4,),
@@ -513,7 +514,10 @@ MUTANTS: list[Mutant] = [
         "engines/duckdb.py",
         'f"SELECT pos, sum(least(k, {linf}))::BIGINT AS s FROM ({ranked}) WHERE r <= {l0} "',
         'f"SELECT pos, sum(k)::BIGINT AS s FROM ({ranked}) WHERE r <= {l0} "',
-        ("tests/engines/test_duckdb_engine.py::test_key_count_parts_in_sql_rank_ties_by_text_and_clip_as_the_parts_do", "tests/releases/test_counts.py::test_the_key_selection_sees_each_person_s_kept_keys_only"),
+        (
+            _PARTS,
+            "tests/releases/test_counts.py::test_the_key_selection_sees_each_person_s_kept_keys_only",
+        ),
         "on DuckDB a person counts all their records on a kept key, not at most Linf: one person moves a count "
         "by more than the noise was calibrated for",
         (4,),
@@ -524,9 +528,32 @@ MUTANTS: list[Mutant] = [
         "engines/duckdb.py",
         'f"SELECT r, least(k, {top_k}) AS k, count(*) AS n FROM ({ranked}) WHERE r <= {top_l} "',
         'f"SELECT r - 1 AS r, least(k, {top_k}) AS k, count(*) AS n FROM ({ranked}) WHERE r <= {top_l} + 1 "',
-        ("tests/engines/test_duckdb_engine.py::test_key_count_parts_in_sql_rank_ties_by_text_and_clip_as_the_parts_do",),
+        (_PARTS,),
         "on DuckDB the bounds' kept records count each person's L0 + 1 keys of most records: GEM scores the "
         "candidates on records the bounds would not keep",
+        (4,),
+    ),
+    Mutant(
+        "spark-outside-items-kept-for-sizes",
+        "refusal",
+        "engines/spark.py",
+        "            if isinstance(domain, FiniteDomain):  # items outside the declared domain are dropped here",
+        "            if False:  # items outside the declared domain are dropped here",
+        (f"{_SPARK}::test_refusals_on_spark",),
+        "on Spark the sizes count items outside the domain: one person's outside item makes a bounded release "
+        "refuse (unequal sizes) where the other engines release",
+        (4,),
+    ),
+    Mutant(
+        "lists-emptied-person-kept",
+        "refusal",
+        "data/dataset.py",
+        "            person = (kept > 0) | (counts == 0)",
+        "            person = kept >= 0",
+        (_OUTSIDE_DATA,
+         "tests/engines/test_duckdb_engine.py::test_outside_items_give_the_same_persons_and_sizes_on_memory_and_duckdb"),
+        "a person whose items all lie outside the domain stays as a person with no items: sampling refuses it in "
+        "memory, where DuckDB has no such person (a refusal that depends on one person's items)",
         (4,),
     ),
 ]

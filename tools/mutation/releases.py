@@ -49,4 +49,25 @@ MUTANTS: list[Mutant] = [
         (_T,),
         "PrivEMDLinear in the local model with samples is refused only after the data is read, sampled and noised",
     ),
+    Mutant(
+        "users-inside-half-sensitivity",
+        "sensitivity",
+        "releases/heatmap.py",
+        "noisy = float(laplace_mechanism(np.array([inside]), 1.0, eps, resolve_rng(rng))[0])",
+        "noisy = float(laplace_mechanism(np.array([inside]), 0.5, eps, resolve_rng(rng))[0])",
+        ("tests/releases/test_heatmap.py::test_users_inside_counts_users_not_points_with_laplace_one_over_epsilon",),
+        "the box check's count of users inside gets half the noise its sensitivity needs: 2 epsilon spent where "
+        "epsilon is charged",
+        (3,),
+    ),
+    Mutant(
+        "release-records-the-engine-auto-chose",
+        "refusal",
+        "releases/dem.py",
+        '              "engine": requested_engine(engine),',
+        '              "engine": eng.name,',
+        ("tests/releases/test_engines_agree.py::test_items_outside_the_domain_are_dropped_alike_on_every_engine_and_never_refused",),
+        "the release's parameters name the engine auto chose, which tells whether the input is past 32 MB: a "
+        "bit of every person's data in a released field",
+    ),
 ]

@@ -12,6 +12,17 @@ from .common import DELTA, EPSILON, console, number, report
 def cmd_account_shuffle(args: argparse.Namespace) -> int:
     from ..privacy.accounting import numerical_shuffle_guarantee, shuffle_guarantee
 
+    if args.plot is not None:  # an image name matplotlib can write, checked before anything is computed
+        from pathlib import Path
+
+        from ..errors import ParameterError
+        from .heatmap import _image_kinds
+
+        kinds = _image_kinds()
+        if Path(args.plot).suffix.lower().lstrip(".") not in kinds:
+            raise ParameterError(
+                f"--plot {Path(args.plot).name} needs an image suffix, one of {', '.join('.' + k for k in kinds)}"
+            )
     if args.numerical:
         nb = numerical_shuffle_guarantee(args.alpha0, args.m, args.delta, n=args.n, model=args.model)
         g = nb.guarantee()

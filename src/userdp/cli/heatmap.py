@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,8 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
 
     _check_applicable(args)
     box = parse_bbox(args.bbox)
+    if args.check_box:
+        return _check_box(args, box)
     out = Path(args.out)
     if not out.name or out.name in (".", ".."):
         raise ParameterError(f"--out needs an image file name, got {args.out!r}")
@@ -158,9 +161,12 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         "sigma_cells": sigma,
         "guarantee": rel.guarantee.describe(),
         "outside": rel.params["outside"],
+        **({"box_check": rel.params["box_check"]} if "box_check" in rel.params else {}),
         "image": str(out),
         "grid": str(grid_path),
     }
+    if rel.params.get("box_check"):  # on stderr, loudly, whatever the output format
+        print(f"userdp: warning: {rel.params['box_check']}", file=sys.stderr)
     if args.json:
         warn_seed(args, result)
         print_json(result)
@@ -168,6 +174,26 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         warn_seed(args)
         note = rel.params["outside"]
         console().print(f"{rel.mechanism}: {rel.guarantee.describe()}\n{note}\nwrote {out} and {grid_path}")
+    return 0
+
+
+def _check_box(args: argparse.Namespace, box) -> int:
+    """``--check-box``: only the DP count of the users with a point inside the box, with ``--epsilon``
+    (charged like any release); no map is made or written."""
+    rel = releases.users_inside(args.input, box, args.epsilon, user=args.user, lat=args.lat, lon=args.lon,
+                                engine=engine_of(args), rng=args.seed)  # fmt: skip
+    charge(args, rel)
+    result = {"users_inside_dp": rel.value, "interval_90": rel.error.bound, "epsilon": args.epsilon,
+              "guarantee": rel.guarantee.describe(), "box_check": rel.params["box_check"]}  # fmt: skip
+    if rel.params["box_check"]:
+        print(f"userdp: warning: {rel.params['box_check']}", file=sys.stderr)
+    if args.json:
+        warn_seed(args, result)
+        print_json(result)
+    else:
+        warn_seed(args)
+        console().print(f"users with a point inside the box (DP estimate): {rel.value:.0f} ± {rel.error.bound:.2g} "
+                        f"(90%); {rel.guarantee.describe()}; no map was made")  # fmt: skip
     return 0
 
 
@@ -243,6 +269,12 @@ def add_parser(sub) -> None:
         "when one lies outside would depend on the data); how many is not reported",
     )
     p.add_argument("--out", default="heatmap.png", help="the image; the grid is written next to it as .npy")
+    p.add_argument(
+        "--check-box",
+        action="store_true",
+        help="spend --epsilon on one question only: the DP count of users with a point inside --bbox (a small "
+        "epsilon such as 0.05 tells a box over the wrong place, or --lat/--lon swapped); no map is made",
+    )
     p.add_argument("--force", action="store_true", help="overwrite --out (and its .npy grid) if they exist")
     add_release_options(p)
     p.set_defaults(func=cmd_heatmap)

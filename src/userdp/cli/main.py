@@ -26,6 +26,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", _HelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)  # --eps is no --epsilon, and --r no --r-discrete
         super().__init__(*args, **kwargs)
 
     def _get_value(self, action: argparse.Action, arg_string: str):
@@ -79,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserDPError as exc:  # the command line reports every refusal without a traceback
         print(f"userdp: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: no traceback; what a release writes, it writes after it is complete
+        print("userdp: interrupted", file=sys.stderr)
+        return 130
     except MemoryError:
         print(
             "userdp: error: out of memory; use smaller parameters (--resolution, --samples, --trials) "

@@ -279,11 +279,12 @@ class UserDataset:
                 raise DataError("cannot infer a domain from no items; pass domain=")
             domain = FiniteDomain.from_data(arr)
         codes = domain.encode(arr) if arr.size else np.empty(0, dtype=np.int64)
-        inside = codes >= 0  # an item outside the public domain is dropped (OUTSIDE_DOMAIN); its person stays
-        if not inside.all():
+        inside = codes >= 0  # an item outside the public domain is dropped (OUTSIDE_DOMAIN)
+        if not inside.all():  # a person left with none is no person (as from records); the others keep their keys
             kept = np.bincount(np.repeat(np.arange(counts.size), counts)[inside], minlength=counts.size)
-            offsets = np.concatenate([[0], np.cumsum(kept)]).astype(np.int64)
-            codes = codes[inside]
+            person = (kept > 0) | (counts == 0)
+            offsets = np.concatenate([[0], np.cumsum(kept[person])]).astype(np.int64)
+            return cls(offsets, codes[inside], np.flatnonzero(person), domain)
         return cls(offsets, codes, None, domain)
 
     @classmethod

@@ -20,7 +20,7 @@ from .chunked import ChunkedEngine, iter_user_chunks
 from .memory import MemoryEngine
 
 __all__ = ["AUTO_FILE_BYTES", "ChunkedEngine", "Columns", "Engine", "MemoryEngine", "UserSizes", "get_engine",
-           "iter_user_chunks"]  # fmt: skip
+           "iter_user_chunks", "requested_engine"]  # fmt: skip
 
 ENGINES = ("auto", "memory", "duckdb", "chunked", "spark")
 
@@ -50,6 +50,15 @@ def _input_bytes(source: Any) -> int | None:
         return sum(f.stat().st_size for f in files if f.is_file()) if files else None
     except OSError:
         return None
+
+
+def requested_engine(engine: Engine | str | None) -> str:
+    """The engine a caller asked for, as a release records it: ``"auto"`` for ``None`` or ``"auto"`` (not the
+    engine ``auto`` chose: that choice reads the input's size, which a release must not reveal), else the
+    name asked for or the instance's."""
+    if engine is None or engine == "auto":
+        return "auto"
+    return engine if isinstance(engine, str) else str(getattr(engine, "name", type(engine).__name__))
 
 
 def get_engine(engine: Engine | str | None = None, source: Any = None, *, memory_limit: str | None = None) -> Engine:

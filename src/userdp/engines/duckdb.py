@@ -580,7 +580,8 @@ class DuckDBEngine(Engine):
         restricted to the counted keys (matched as text), ranked by records, most first, ties in the keys' text
         order (DuckDB compares text byte by byte in UTF-8: Python's order of code points), as the parts rank
         them. ``kept_grid``: the table of (rank, records clipped at the largest Linf) counts up to the largest
-        L0, from which every candidate's kept records are exact integer sums; ``bounded_counts``: each counted
+        L0, from which every candidate's kept records are exact integer sums (row by row: the bounds may be
+        up to 10^6); ``bounded_counts``: each counted
         key's records within rank L0, at most Linf each. What the parts give, bit for bit (tested)."""
         counted = np.asarray(kw["counted"], dtype=object)
         keys = self._register("counted", pa.table({"t": pa.array([str(x) for x in counted], type=pa.string()),
@@ -592,12 +593,9 @@ class DuckDBEngine(Engine):
             top_l, top_k = int(l0s.max()), int(linfs.max())
             t = self._arrow(f"SELECT r, least(k, {top_k}) AS k, count(*) AS n FROM ({ranked}) WHERE r <= {top_l} "
                             f"GROUP BY ALL")  # fmt: skip
-            table = np.zeros((top_l + 1, top_k + 1), dtype=np.int64)  # [rank, records]: persons' entries
-            table[t.column("r").to_numpy().astype(np.int64), t.column("k").to_numpy().astype(np.int64)] = (
-                t.column("n").to_numpy().astype(np.int64)
-            )
-            within = np.cumsum(table, axis=0)[l0s]  # entries of rank <= l0, by records
-            kept = within @ np.minimum(np.arange(top_k + 1)[:, None], linfs[None, :])  # exact integers
+            r, k, n = (t.column(c).to_numpy().astype(np.int64) for c in ("r", "k", "n"))
+            kept_rows = n[:, None] * np.minimum(k[:, None], linfs[None, :])  # each row's records kept by each Linf
+            kept = np.stack([kept_rows[r <= l0].sum(axis=0) for l0 in l0s]).astype(np.int64)  # (sparse: any grid)
             if not self._any(f"SELECT 1 FROM {self._grouped_table(data)} LIMIT 1"):
                 return merge_item_sums([], width)  # no person: no part (as no batch)
             return merge_item_sums([(np.array([""], dtype=object), kept.reshape(1, -1))], width)

@@ -154,6 +154,10 @@ class SparkEngine(Engine):
                 )
             if columns.tokenize:
                 df = self._tokenized(df, columns)
+            if isinstance(domain, FiniteDomain):  # items outside the declared domain are dropped here, so that
+                # every aggregate (user sizes too) sees the table the in-memory engine sees (OUTSIDE_DOMAIN)
+                labels = self.spark.createDataFrame([(str(x),) for x in domain.labels], "_label string")
+                df = df.join(F.broadcast(labels), F.col(columns.item).cast("string") == F.col("_label"), "left_semi")
         else:
             for c in columns.points:
                 if not isinstance(df.schema[c].dataType, T.NumericType):

@@ -306,8 +306,10 @@ class KeyedStreams:
 
     ``KeyedStreams().source(user_key, purpose)`` is user ``user_key``'s stream for one purpose: the
     AES-256-CTR keystream under the purpose's key HMAC-SHA256(master, label ‖ "aes" ‖ purpose), from the
-    counter block BLAKE2b-128 of :func:`encode_user_key` under the purpose's counter-block key
-    HMAC-SHA256(master, label ‖ "iv" ‖ purpose), as a :class:`KeyedSource`; :meth:`batch` gives the streams
+    user's counter block -- AES-256 under HMAC-SHA256(master, label ‖ "int" ‖ purpose) of the tagged 8 bytes
+    of an integer key in int64's range, else BLAKE2b-128 of :func:`encode_user_key` under the purpose's
+    counter-block key HMAC-SHA256(master, label ‖ "iv" ‖ purpose) -- as a :class:`KeyedSource`;
+    :meth:`batch` gives the streams
     of many users at once. The same master, purpose and key always give the same stream -- on the
     driver, on every Spark executor and in the local engine -- so a retried task recomputes the same rows;
     without the master, the streams of different users (or purposes) are computationally independent, and

@@ -27,7 +27,7 @@ from .dem import (
     metric_domain_from_table,
 )
 from .distinct import distinct
-from .heatmap import ALGORITHMS, grid_of, heatmap
+from .heatmap import ALGORITHMS, grid_of, heatmap, users_inside
 from .histogram import histogram
 from .request import Request, deliver, plan_request
 from .vocabulary import vocabulary
@@ -43,6 +43,7 @@ __all__ = [
     "frequency",
     "grid_of",
     "heatmap",
+    "users_inside",
     "histogram",
     "itemwise",
     "linear",

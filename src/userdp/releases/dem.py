@@ -20,7 +20,7 @@ from ..data import OUTSIDE_DOMAIN, FiniteDomain, table_of
 from ..dem import GKRR, itemwise_guarantee, linear_release, project_simplex
 from ..dem.frequency import check_randomizer, frequency_randomizer, gkrr_interval_halfwidth, unbiased_estimate
 from ..dem.linear import _check_linear
-from ..engines import Columns, Engine, get_engine
+from ..engines import Columns, Engine, get_engine, requested_engine
 from ..errors import DataError, ParameterError
 from ..metrics import ClusteredMetric, FiniteMetric, FiniteSpace, GreatCircleMetric, haversine_km
 from ..noise import KeyedStreams, RngLike, resolve_rng
@@ -184,7 +184,8 @@ def linear(
     per_user = eng.per_user_mean(data, query)
     rel = linear_release(per_user, lipschitz, req.inner_alpha, mdl, norm, req.inner_delta or None, src)
     g, fields = deliver(req, rel.guarantee, allow_weaker)
-    params = {**rel.params, "engine": eng.name, **({"outside": OUTSIDE_DOMAIN} if item is not None else {})}
+    params = {**rel.params, "engine": requested_engine(engine),
+              **({"outside": OUTSIDE_DOMAIN} if item is not None else {})}  # fmt: skip
     return Release(rel.value, g, rel.mechanism, params, rel.error, {**rel.extras, **fields})
 
 
@@ -235,7 +236,8 @@ def _randomized_counts(
     a0, h_delta = gk.guarantee.alpha, cal.best.delta or None
     inner, route = itemwise_guarantee(a0, m, req.inner_delta, n, metric=gk.guarantee.metric, inner_delta=h_delta)
     g, fields = deliver(req, inner, allow_weaker)
-    params = {"alpha0": a0, "m": m, "model": mdl.value, "route": route, "h_delta": h_delta, "engine": eng.name,
+    params = {"alpha0": a0, "m": m, "model": mdl.value, "route": route, "h_delta": h_delta,
+              "engine": requested_engine(engine),
               "outside": OUTSIDE_DOMAIN}  # fmt: skip
     return gk, counts, g, params, fields
 

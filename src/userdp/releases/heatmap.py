@@ -29,10 +29,12 @@ from ..heatmaps import (
 )
 from ..heatmaps.baselines import user_count_estimate
 from ..heatmaps.sparse import padded_levels
-from ..noise import RngLike, resolve_rng
-from ..privacy.result import Release
+from ..noise import RngLike, laplace_mechanism, resolve_rng
+from ..privacy.guarantees import Neighbours, PureDP
+from ..privacy.result import ErrorStatement, Release
 
-__all__ = ["heatmap", "heatmap_of_grid", "grid_of", "check_heatmap_parameters", "ALGORITHMS", "OUTSIDE_NOTE"]
+__all__ = ["heatmap", "heatmap_of_grid", "grid_of", "check_heatmap_parameters", "users_inside", "box_check",
+           "ALGORITHMS", "OUTSIDE_NOTE"]
 
 OUTSIDE_NOTE = (
     "points outside the public box are dropped, user by user (a user with no point inside contributes nothing); "
@@ -231,4 +233,55 @@ def heatmap(
                           n_public=n_public, rng=resolve_rng(rng))  # fmt: skip
     rel.params.update(box={"low": list(grid_box.low), "high": list(grid_box.high)}, shape=list(shape),
                       outside=OUTSIDE_NOTE)  # fmt: skip
+    if algorithm == "auto" and n_public is None:  # the auto heatmap's noisy count of the users inside
+        rel.params["box_check"] = box_check(rel.params["n_estimate"], rel.params["epsilon_total"])
     return rel
+
+
+def box_check(estimate: float, epsilon_count: float) -> str | None:
+    """A warning when a DP count of the users with a point inside the box (``estimate``, Laplace noise of scale
+    ``1 / epsilon_count``) says few or none are: below ``max(10, 2 sd)`` of its noise. Post-processing of a
+    released count, so it costs no privacy; ``None`` when the count is clearly above that. (A box over another
+    city, or latitude and longitude swapped, gives a uniform map that looks like a result.)"""
+    sd = math.sqrt(2.0) / float(epsilon_count)
+    if estimate >= max(10.0, 2.0 * sd):
+        return None
+    return (
+        f"the DP estimate of users with a point inside the box is {estimate:.0f} (noise sd {sd:.0f}), too few to "
+        "tell this box from an empty one: check --bbox and --lat/--lon (userdp heatmap --check-box spends a "
+        "small epsilon on this question alone)"
+    )
+
+
+def users_inside(
+    source: Any,
+    box: BoxDomain,
+    epsilon: float,
+    *,
+    user: str = "user",
+    lat: str = "lat",
+    lon: str = "lon",
+    engine: Engine | str | None = None,
+    rng: RngLike = None,
+) -> Release:
+    """The number of users with at least one ``(lat, lon)`` point inside the public ``box``, with Laplace
+    noise of scale ``1 / epsilon`` (the lattice Laplace mechanism; one user changes the count by at most 1):
+    ``epsilon``-DP for adding or removing one user. A check of the box before a heatmap (``userdp heatmap
+    --check-box``) that spends a small, stated epsilon on this question alone. ``params["box_check"]`` holds
+    :func:`box_check`'s warning, or ``None``."""
+    eps = check_heatmap_parameters(epsilon, "auto", (1, 1))  # (the same check of epsilon, before any read)
+    if not isinstance(box, BoxDomain) or box.dim != 2:
+        raise ParameterError("the box must be a two-dimensional BoxDomain (latitude, longitude)")
+    eng = get_engine(engine, source)
+    data = eng.load(source, Columns(user, points=(lat, lon)))
+    inside = float(np.sum(eng.grid_sum(data, box, (1, 1), drop_outside=True)))  # each user inside: mass 1
+    noisy = float(laplace_mechanism(np.array([inside]), 1.0, eps, resolve_rng(rng))[0])
+    half = math.log(10.0) / eps  # P(|Lap(1/eps)| > t) = exp(-eps t)
+    return Release(
+        noisy,
+        PureDP(eps, neighbours=Neighbours.ADD_REMOVE_USER),
+        "Laplace count of the users with a point inside the box",
+        {"epsilon": eps, "scale": 1.0 / eps, "box": {"low": list(box.low), "high": list(box.high)},
+         "box_check": box_check(noisy, eps), "outside": OUTSIDE_NOTE},  # fmt: skip
+        ErrorStatement(f"with probability 0.9, within ±{half:.3g} of the true number of users inside", half, 0.9),
+    )

@@ -189,8 +189,8 @@ def _domain_lookup(labels: np.ndarray, counted: Any) -> tuple[np.ndarray, np.nda
     (every batch of a release shares both objects: the last pair is kept, by identity, so that a batch pays
     for the codes it holds, not for the domain's size)."""
     last = _LOOKUP[0]
-    if last is not None and last[0] is labels and last[1] is counted:
-        return last[2], last[3]
+    if last is not None and last[0] is labels and last[1] is counted and np.array_equal(last[4], counted):
+        return last[2], last[3]  # (the same objects, unchanged in place)
     lab = np.array([str(x) for x in np.asarray(labels, dtype=object)], dtype=object)
     keys = np.asarray(counted, dtype=object)
     if keys.size == 0 or lab.size == 0:
@@ -202,7 +202,7 @@ def _domain_lookup(labels: np.ndarray, counted: Any) -> tuple[np.ndarray, np.nda
         rank = np.arange(lab.size, dtype=np.int64)
     else:
         rank = np.unique(lab, return_inverse=True)[1].reshape(-1).astype(np.int64)
-    _LOOKUP[0] = (labels, counted, pos, rank)
+    _LOOKUP[0] = (labels, counted, pos, rank, np.array(counted, dtype=object, copy=True))
     return pos, rank
 
 
@@ -463,6 +463,7 @@ def key_counts_from_sums(
     else:
         l0, linf = plan["l0s"][0], plan["linfs"][0]
     got, per_key = record_sums(partial(bounded_counts_part, counted=out_labels, l0=l0, linf=linf), 1)
+    _LOOKUP[0] = None  # the batches' lookup (key text read off the data) is not kept past the release's passes
     true = np.zeros(n_keys, dtype=np.float64)
     if len(got):
         true[np.searchsorted(out_labels, np.array([str(x) for x in got], dtype=object))] = np.asarray(per_key)[:, 0]
