@@ -284,3 +284,19 @@ def test_every_check_meets_its_snippet():
     """The checks above stay attached to the docs: each one's expression or marker occurs in one snippet."""
     for key in [*_outputs(), *UNCHECKED, *BLOCK_CHECKS]:
         assert sum(key in b for b in BLOCKS) == 1, key
+
+
+def test_the_quick_start_needs_nothing_but_the_plain_install():
+    """The quick start follows ``pip install -e .`` (no extras): its Python imports only userdp's own
+    dependencies (not pandas, which only the test, docs and Spark extras bring)."""
+    text = (DOCS / "quickstart.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python[^\n]*\n(.*?)^```", text, re.S | re.M)
+    core = {"numpy", "pyarrow", "userdp", "pathlib", "base64", "json", "math"}
+    imported = set()
+    for code in blocks:
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module.split(".")[0])
+    assert blocks and imported <= core, sorted(imported - core)

@@ -42,6 +42,9 @@ def test_counts_of_public_keys_from_a_file(records, tmp_path, capsys):
     rows = [r.split(",") for r in out.read_text().splitlines()]
     assert rows[0] == ["key", "count"] and [r[0] for r in rows[1:]] == ["cafe", "gym", "library"]
     assert abs(float(rows[1][1]) - 1800) < 250 and abs(float(rows[3][1])) < 250
+    shown = got["top 3 keys by released count"]  # printed largest first (the file keeps the keys' order)
+    values = [float(x.rsplit("(", 1)[1].rstrip(")")) for x in shown]
+    assert values == sorted(values, reverse=True) and shown[0].startswith("cafe")
 
 
 def test_counts_with_selected_keys_and_given_bounds(records, capsys):

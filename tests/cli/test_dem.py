@@ -260,7 +260,7 @@ def test_top_items_with_intervals(files, capsys, command):
     assert main([*base, "--delta", "1e-6", "--seed", "4", "--top", "3"]) == 0
     text = capsys.readouterr().out
     assert "95% interval" in text and "largest of 12 items" in text and "noise" in text
-    assert "r = 0.05" in text  # --samples: the discrete guarantee's r is part of the request
+    assert "r_discrete = 0.05" in text  # --samples: the discrete guarantee's r is part of the request
     # a noise wider than any share says so plainly; shares are shown clipped to [0, 1] like their intervals
     weak = cli_argv.clustered(command, files / "data.csv", files / "domain.csv", "--alpha", "2", "--samples", "20")
     assert main([*weak, "--delta", "1e-6", "--seed", "4", "--json"]) == 0
@@ -327,3 +327,14 @@ def test_distance_matrix_refusals_and_its_unit(files, capsys):
             str(files / "half.csv"), "--alpha", "10", "--delta", "1e-6", "--samples", "5", "--json"]  # fmt: skip
     out = _run(capsys, argv)
     assert "0.5" in out["distance_unit"]
+
+
+def test_the_two_rs_have_distinct_names_in_the_printed_request(files, capsys):
+    """``--r`` (the clustered metric's in-cluster distance) and ``--r-discrete`` (BoundedEMDReduction's r) are
+    two parameters: the printed request names the reduction's ``r_discrete``, so ``--r 0.25`` is not shown as
+    ``r = 0.05``."""
+    argv = cli_argv.clustered("freq", files / "data.csv", files / "domain.csv", "--alpha", "20", "--delta", "1e-6",
+                              "--samples", "20", "--r", "0.25", "--seed", "1")  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "r_discrete = 0.05" in out and "r = 0.05" not in out.replace("r_discrete = 0.05", "")

@@ -20,6 +20,8 @@ def test_demo_writes_report(tmp_path, capsys):
         assert any(key in n for n in names), key
     for r in report["releases"]:
         assert r["guarantee"] and r["result"] and r["error"]
+    accountant = next(r for r in report["releases"] if "accountant" in r["name"])  # each note names its model
+    assert accountant["error"].startswith("local model") and "; central model" in accountant["error"]
     html = (tmp_path / "report.html").read_text()
     assert "data:image/png;base64," in html and all(n.split(" (")[0] in html for n in names)
     assert (tmp_path / "heatmap.png").stat().st_size > 10_000
@@ -192,3 +194,21 @@ def test_ctrl_c_says_interrupted_and_exits_130_without_a_traceback(tmp_path, cap
     assert main(argv) == 130
     captured = capsys.readouterr()
     assert captured.err == "userdp: interrupted\n" and captured.out == "" and book.read_bytes() == before
+
+
+def test_every_release_command_has_its_release_function_of_the_same_name():
+    """``userdp X`` and ``userdp.releases.X`` name the same release, for every release command (``counts``
+    was the module of ``key_counts``; ``freq`` was ``frequency``): the old names stay."""
+    import argparse
+
+    from userdp import releases
+    from userdp.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    releasing = ("--epsilon", "--alpha")
+    commands = [name for name, p in sub.choices.items()
+                if any(o in p._option_string_actions for o in releasing) and name not in ("account", "plan")]
+    assert sorted(commands) == ["counts", "distinct", "freq", "heatmap", "itemwise", "linear", "vocabulary"]
+    for name in commands:
+        assert callable(getattr(releases, name)) and name in releases.__all__, name
+    assert releases.counts is releases.key_counts and releases.freq is releases.frequency

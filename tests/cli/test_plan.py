@@ -86,3 +86,20 @@ def test_plan_frequency_on_a_distance_matrix(tmp_path, capsys):
     want = plan.frequency(50.0, persons=300, items_per_person=10, space=space, delta=1e-6)
     assert got["median error"] == f"{want.median:.4g}" and "exponential" in got["basis"]
     assert not any(k.startswith("Theorem") for k in got)
+
+
+def test_plan_heatmap_takes_the_heatmap_s_grid_syntax_and_default(capsys):
+    """``plan heatmap --grid`` reads ``ROWSxCOLS`` as ``userdp heatmap --grid`` does (``ROWS,COLS`` still
+    works) and defaults to 256 x 256, the heatmap's 256 cells along the longer side."""
+    import argparse
+
+    from userdp.cli.main import build_parser
+
+    base = ["plan", "heatmap", "--epsilon", "1", "--persons", "300", "--points-per-person", "5", "--json"]
+    outs = []
+    for grid in (["--grid", "30x20"], ["--grid", "30,20"], ["--grid", "20x30"]):
+        assert main([*base, *grid]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1] and outs[0] != outs[2]
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert sub.choices["plan"].get_default("shape") == (256, 256)

@@ -38,6 +38,9 @@ def test_vocabulary_json_and_csv(records, tmp_path, capsys):
     rows = out.read_text().splitlines()
     assert rows[0] == "item,count" and [r.split(",")[0] for r in rows[1:]] == ["common", "half"]
     assert abs(float(rows[1].split(",")[1]) - 400) < 60
+    shown = got["top 2 items by released count"]  # printed largest first
+    values = [float(x.rsplit("(", 1)[1].rstrip(")")) for x in shown]
+    assert values == sorted(values, reverse=True) and shown[0].startswith("common")
     assert main(_argv(records, "--out", str(out))) == 2  # exists: refused before reading
     assert "already exists" in capsys.readouterr().err
 

@@ -18,7 +18,7 @@ from .common import (
     report,
     warn_seed,
 )
-from .vocabulary import _check_out
+from .vocabulary import _by_count, _check_out
 
 
 def bounds_pair(text: str) -> tuple[int, int]:
@@ -79,7 +79,7 @@ def cmd_counts(args: argparse.Namespace) -> int:
         "engine": args.engine,
         "guarantee": rel.guarantee.describe(),
         "error": rel.error.description,
-        f"first {shown} keys": [f"{labels[i]} ({counts[i]:.0f})" for i in range(shown)],
+        f"top {shown} keys by released count": [f"{labels[i]} ({counts[i]:.0f})" for i in _by_count(counts, shown)],
         **({"written": str(out)} if out is not None else {}),
     }
     warn_seed(args, result)

@@ -184,7 +184,8 @@ def _emit(args: argparse.Namespace, rel, estimate, extra: dict, top: list[dict] 
         con.print(f"[bold red]warning:[/] {extra['guarantee_warning']}")
     con.print(f"[bold]{rel.mechanism}[/]")
     requested = {k: v for k, v in extra["requested"].items() if k != "r" or args.samples is not None}
-    con.print("requested: " + ", ".join(f"{k} = {v:.6g}" for k, v in requested.items()))
+    # the request's r is --r-discrete (the reduction's), never the clustered metric's --r: named so
+    con.print("requested: " + ", ".join(f"{'r_discrete' if k == 'r' else k} = {v:.6g}" for k, v in requested.items()))
     con.print(f"delivered: {rel.guarantee.describe()}")
     t = Table(show_header=False)
     for k, v in extra.items():

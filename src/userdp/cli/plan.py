@@ -164,15 +164,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _shape(text: str) -> tuple[int, int]:
-    parts = text.split(",")
+    """``ROWSxCOLS`` as ``userdp heatmap --grid`` takes it (``ROWS,COLS`` and ``N`` for N x N are kept)."""
+    parts = text.lower().replace(" ", "").replace("x", ",").split(",")
     if len(parts) == 1:
         parts = parts * 2
     try:
         rows, cols = (int(p) for p in parts)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a grid is ROWS,COLS or N, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"a grid is ROWSxCOLS such as 300x200 (or N), got {text!r}") from None
     if len(parts) != 2 or not (1 <= rows <= 4096 and 1 <= cols <= 4096):
-        raise argparse.ArgumentTypeError(f"a grid is ROWS,COLS (each 1..4096) or N, got {text!r}")
+        raise argparse.ArgumentTypeError(f"a grid is ROWSxCOLS (each 1..4096) or N, got {text!r}")
     return rows, cols
 
 
@@ -187,7 +188,7 @@ def add_parser(sub) -> None:
         "  userdp plan linear --alpha 25 --persons 1083 --unit 52.4 --unit-name km\n"
         "  userdp plan frequency --alpha 100 --delta 1e-6 --persons 1083 --items-per-person 100 \\\n"
         "      --clusters 16 --cluster-size 9 --r 0.25\n"
-        "  userdp plan heatmap --epsilon 1 --grid 247,256 --persons 1000 --points-per-person 37",
+        "  userdp plan heatmap --epsilon 1 --grid 247x256 --persons 1000 --points-per-person 37",
     )
     pl.add_argument("release", choices=list(_PLANS), help="which release")
     pl.add_argument("--epsilon", type=EPSILON, default=None, help="the epsilon to predict the error at")
@@ -233,7 +234,9 @@ def add_parser(sub) -> None:
         help="frequency: a public distance matrix file (a column item, then one column per item): any finite "
         "metric, the exponential randomizer (instead of --clusters, --cluster-size, --r)",
     )
-    pl.add_argument("--grid", dest="shape", type=_shape, default=(64, 64), help="heatmap: ROWS,COLS or N")
+    pl.add_argument("--grid", dest="shape", type=_shape, default=(256, 256),
+                    help="heatmap: ROWSxCOLS as userdp heatmap --grid (or N); default 256x256, as the heatmap's "
+                    "default of 256 cells along the longer side")  # fmt: skip
     pl.add_argument("--points-per-person", type=number(float, 1, 10**7), default=None, help="heatmap: mean points")
     pl.add_argument("--algorithm", default="auto", help="heatmap: the algorithm (as userdp heatmap)")
     pl.add_argument("--json", action="store_true", help="print JSON")

@@ -64,8 +64,8 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
         "engine": args.engine,
         "guarantee": rel.guarantee.describe(),
         "error": rel.error.description,
-        f"first {shown} items": [
-            str(items[i]) + ("" if counts is None else f" ({counts[i]:.0f})") for i in range(shown)
+        (f"top {shown} items by released count" if counts is not None else f"first {shown} items"): [
+            str(items[i]) + ("" if counts is None else f" ({counts[i]:.0f})") for i in _by_count(counts, shown)
         ],
         **({"written": str(out)} if out is not None else {}),
     }
@@ -73,6 +73,16 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
     how = "policy" if args.policy else "weighted"
     report(args, f"person-level DP vocabulary ({how} set union, Gopi et al. 2020)", result)
     return 0
+
+
+def _by_count(counts, shown: int) -> list[int]:
+    """The positions of the ``shown`` largest released counts (ties in the items' order), or the first
+    ``shown`` items where no counts were released."""
+    if counts is None:
+        return list(range(shown))
+    import numpy as np
+
+    return np.argsort(-np.asarray(counts, dtype=np.float64), kind="stable")[:shown].tolist()
 
 
 def add_parser(sub) -> None:

@@ -32,7 +32,13 @@ from .histogram import histogram
 from .request import Request, deliver, plan_request
 from .vocabulary import vocabulary
 
+# every release command of the command line has its function of the same name here
+counts = key_counts  # ``userdp counts`` (the module userdp.releases.counts stays importable by its path)
+freq = frequency  # ``userdp freq``
+
 __all__ = [
+    "counts",
+    "freq",
     "ALGORITHMS",
     "Request",
     "clustered_domain_from_table",

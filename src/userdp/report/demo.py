@@ -341,7 +341,8 @@ def _accountant() -> dict[str, Any]:
         "params": {"local": "alpha 100, delta' 1e-6, m 100", "central": "alpha 25, delta' 1e-6, m 100, n 1083"},
         "result": f"local: alpha_0 = {local.alpha0:.4g} ({local.route}); central: alpha_0 = {central.alpha0:.4g} "
         f"({central.route}, inner delta {central.best.delta:.3g})",
-        "error": f"{local.note()}; {central.note()}",
+        # each model's note names its model: the local one may not beat composition where the central one does
+        "error": f"local model (alpha 100): {local.note()}; central model (alpha 25, n 1083): {central.note()}",
         "routes": {"local": local.as_dict()["routes"], "central": central.as_dict()["routes"]},
     }
 
