@@ -165,15 +165,22 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
         "image": str(out),
         "grid": str(grid_path),
     }
-    if rel.params.get("box_check"):  # on stderr, loudly, whatever the output format
-        print(f"userdp: warning: {rel.params['box_check']}", file=sys.stderr)
+    note = rel.params["outside"]
+    return _emit(args, result, rel.params.get("box_check"),
+                 f"{rel.mechanism}: {rel.guarantee.describe()}\n{note}\nwrote {out} and {grid_path}")  # fmt: skip
+
+
+def _emit(args: argparse.Namespace, result: dict, box_check: str | None, text: str) -> int:
+    """The box check's warning on stderr (loudly, whatever the output format), then the result as JSON or
+    ``text``, with the seed warning."""
+    if box_check:
+        print(f"userdp: warning: {box_check}", file=sys.stderr)
     if args.json:
         warn_seed(args, result)
         print_json(result)
     else:
         warn_seed(args)
-        note = rel.params["outside"]
-        console().print(f"{rel.mechanism}: {rel.guarantee.describe()}\n{note}\nwrote {out} and {grid_path}")
+        console().print(text)
     return 0
 
 
@@ -185,16 +192,9 @@ def _check_box(args: argparse.Namespace, box) -> int:
     charge(args, rel)
     result = {"users_inside_dp": rel.value, "interval_90": rel.error.bound, "epsilon": args.epsilon,
               "guarantee": rel.guarantee.describe(), "box_check": rel.params["box_check"]}  # fmt: skip
-    if rel.params["box_check"]:
-        print(f"userdp: warning: {rel.params['box_check']}", file=sys.stderr)
-    if args.json:
-        warn_seed(args, result)
-        print_json(result)
-    else:
-        warn_seed(args)
-        console().print(f"users with a point inside the box (DP estimate): {rel.value:.0f} ± {rel.error.bound:.2g} "
-                        f"(90%); {rel.guarantee.describe()}; no map was made")  # fmt: skip
-    return 0
+    return _emit(args, result, rel.params["box_check"],
+                 f"users with a point inside the box (DP estimate): {rel.value:.0f} ± {rel.error.bound:.2g} (90%); "
+                 f"{rel.guarantee.describe()}; no map was made")  # fmt: skip
 
 
 def add_parser(sub) -> None:

@@ -19,7 +19,14 @@ from .io import _column_numpy, _require_columns, read_table, to_arrow
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-__all__ = ["UserDataset", "group_by_user"]
+__all__ = ["UserDataset", "group_by_user", "kept_per_run"]
+
+
+def kept_per_run(counts: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """How many of each run's items ``keep`` keeps: runs of ``counts[r]`` consecutive items (a person's list, a
+    row's words), ``keep`` one flag per item."""
+    counts = np.asarray(counts, dtype=np.int64)
+    return np.bincount(np.repeat(np.arange(counts.size), counts)[keep], minlength=counts.size)
 
 
 def group_by_user(users: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -281,7 +288,7 @@ class UserDataset:
         codes = domain.encode(arr) if arr.size else np.empty(0, dtype=np.int64)
         inside = codes >= 0  # an item outside the public domain is dropped (OUTSIDE_DOMAIN)
         if not inside.all():  # a person left with none is no person (as from records); the others keep their keys
-            kept = np.bincount(np.repeat(np.arange(counts.size), counts)[inside], minlength=counts.size)
+            kept = kept_per_run(counts, inside)
             person = (kept > 0) | (counts == 0)
             offsets = np.concatenate([[0], np.cumsum(kept[person])]).astype(np.int64)
             return cls(offsets, codes[inside], np.flatnonzero(person), domain)

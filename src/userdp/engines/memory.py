@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..data import BoxDomain, FiniteDomain, UserDataset, table_of, to_arrow
+from ..data.dataset import kept_per_run
 from ..errors import DataError
 from ..metrics.spaces import grid_cells_inside
 from ..noise import KeyedStreams
@@ -69,7 +70,7 @@ def load_table(table: Any, columns: Columns, domain: FiniteDomain | BoxDomain | 
             codes = domain.encode(vocabulary)[codes] if vocabulary.size else codes
             inside = codes >= 0  # a word outside the public domain is dropped (OUTSIDE_DOMAIN)
             if not inside.all():
-                counts = np.bincount(np.repeat(np.arange(counts.size), counts)[inside], minlength=counts.size)
+                counts = kept_per_run(counts, inside)
                 codes = codes[inside]
         else:
             raise DataError("--tokenize makes the items words; a point box does not apply")
