@@ -220,16 +220,19 @@ def _scan(data, offs, table_ok, lower, word, other_data, other_offs, other_count
         if 2 * (nv + longest) >= slots.size // 2:
             slots = np.full(2 * slots.size, -1, np.int64)
             grown_h = np.empty(slots.size // 2, np.uint64)
-            grown_h[:nv] = v_hash[:nv]
-            v_hash = grown_h
             grown_o = np.zeros(slots.size // 2 + 1, np.int64)
-            grown_o[: nv + 1] = v_off[: nv + 1]
+            for e in range(nv):  # element by element: a slice copy compiles numba's shape message (seconds)
+                grown_h[e] = v_hash[e]
+                grown_o[e] = v_off[e]
+            grown_o[nv] = v_off[nv]
+            v_hash = grown_h
             v_off = grown_o
             for e in range(nv):
                 _insert(slots, v_hash, v_off, e)
         if v_off[nv] + 3 * longest + max(0, other_offs[-1] - other_offs[0]) > vocab.size // 2:
             grown = np.empty(2 * vocab.size, np.uint8)
-            grown[: v_off[nv]] = vocab[: v_off[nv]]
+            for e in range(v_off[nv]):
+                grown[e] = vocab[e]
             vocab = grown
     return codes[:t], counts, vocab[: v_off[nv]], v_off[: nv + 1]
 

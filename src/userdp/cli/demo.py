@@ -45,7 +45,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ParameterError(f"--out {out} is a file; give a folder for the report")
-    run_demo(out, args.seed, console())
+    run_demo(out, args.seed, console(), compile_ahead=True)
     return 0
 
 

@@ -15,6 +15,7 @@ from ..errors import DataError
 from ..noise import RngLike, resolve_rng
 from .domains import BoxDomain, FiniteDomain, unique_inverse
 from .io import _column_numpy, _require_columns, read_table, to_arrow
+from .sorting import sort_range
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -114,7 +115,7 @@ def _dedupe_runs(offsets, items, domain_size):
                 seen[c] = u
                 out[pos] = c
                 pos += 1
-        out[start:pos].sort()
+        sort_range(out, start, pos)
         counts[u] = pos - start
     return counts, out[:pos].copy()
 

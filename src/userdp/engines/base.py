@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit
 
 from ..data import BoxDomain, FiniteDomain, UserDataset, group_by_user, sorted_text, unique_inverse
+from ..data.sorting import sort_pairs
 from ..errors import DataError, ParameterError
 from ..noise import KeyedStreams
 
@@ -258,7 +259,9 @@ def _table_of_runs(runs, n_bins):
         start[runs[r, 0] + 1] += 1
     for b in range(n_bins):
         start[b + 1] += start[b]
-    fill = start[:-1].copy()
+    fill = np.empty(n_bins, np.int64)
+    for b in range(n_bins):
+        fill[b] = start[b]
     sizes = np.empty(n_runs, np.int64)  # grouped by bin
     counts = np.empty(n_runs, np.int64)
     for r in range(n_runs):
@@ -278,10 +281,9 @@ def _table_of_runs(runs, n_bins):
             totals[k] = counts[lo]
             k += 1
             continue
-        order = np.argsort(sizes[lo:hi]) + lo
-        for j in range(order.size):
-            r = order[j]
-            if j > 0 and sizes[r] == sizes[order[j - 1]]:
+        sort_pairs(sizes, counts, lo, hi)
+        for r in range(lo, hi):
+            if r > lo and sizes[r] == sizes[r - 1]:
                 totals[k - 1] += counts[r]
             else:
                 keys[k] = (np.int64(b) << 31) | sizes[r]
@@ -345,7 +347,10 @@ def _close_runs(state, runs, k):
         if state[b] != 0:
             n_open += 1
     out = np.empty((k + n_open, 3), np.int64)
-    out[:k] = runs[:k]
+    for r in range(k):  # element by element: a slice copy compiles numba's shape-mismatch message (seconds)
+        out[r, 0] = runs[r, 0]
+        out[r, 1] = runs[r, 1]
+        out[r, 2] = runs[r, 2]
     for b in range(state.size):
         v = state[b]
         if v != 0:

@@ -14,6 +14,7 @@ from numba import njit, prange
 
 from ..data import BoxDomain, FiniteDomain, UserDataset, table_of, to_arrow
 from ..data.dataset import kept_per_run
+from ..data.sorting import sort_range
 from ..errors import DataError
 from ..metrics.spaces import grid_cells_inside
 from ..noise import KeyedStreams
@@ -166,7 +167,7 @@ def _sorted_items(items: np.ndarray) -> np.ndarray:
 def _sort_segments(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """``values`` (integers) with every segment ``offsets[i]:offsets[i + 1]`` sorted ascending (a new array).
     A segment of at most 32 values is sorted by insertion (in place, no allocation), a longer one whose values
-    span a range at most twice its length by counting, others by NumPy. Segments (users) are sorted in
+    span a range at most twice its length by counting, others by an introsort in place. Segments (users) are sorted in
     parallel, on every core numba's threads have (``prange``): each segment's result is its sort, so the
     output does not depend on the number of threads."""
     out = values.copy()
@@ -191,7 +192,7 @@ def _sort_segments(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
             elif v > hi:
                 hi = v
         if np.uint64(hi) - np.uint64(lo) >= np.uint64(2 * (b - a)):  # the exact width, without overflow
-            out[a:b] = np.sort(values[a:b])
+            sort_range(out, a, b)  # an introsort in place (userdp.data.sorting)
             continue
         span = hi - lo + 1
         tally = np.zeros(span, dtype=np.int64)  # at most twice the segment: per segment, so per thread
