@@ -272,7 +272,7 @@ def file_layout(
     source: FileSource | str | os.PathLike, format: str | None = None, probe: Path | None = None
 ) -> FileLayout:
     """How to read ``source``: its kind by the suffix (or ``format``), the delimiter (given, or sniffed: a
-    ``.tsv`` file, or a first line with tabs and no commas, is tab-separated), and a headerless file's field
+    ``.tsv`` file, or a first line with more tab-separated fields than comma-separated ones, is tab-separated), and a headerless file's field
     names (``columns``, or ``"1"``, ``"2"``, ...; as many as the first line has fields).
 
     ``probe`` is the file to look at when ``source`` names a folder or a glob (its first file). Raises a
@@ -313,8 +313,9 @@ def file_layout(
             line = _first_line(path)
         except READ_ERRORS:
             raise FileLayout(path, kind).unreadable("compressed") from None
-    if delimiter is None:
-        delimiter = "\t" if b"\t" in line and b"," not in line else ","
+    if delimiter is None:  # tabs when the first line has more tab-separated fields than comma-separated ones
+        first = line.decode("utf-8", errors="replace").rstrip("\r\n")
+        delimiter = "\t" if _width(first, "\t") > _width(first, ",") else ","
     names = None
     if not src.header:
         text = line.decode("utf-8", errors="replace").rstrip("\r\n")
@@ -328,6 +329,11 @@ def file_layout(
             )
         names = src.columns or tuple(str(j + 1) for j in range(width))
     return FileLayout(path, kind, delimiter, src.header, names)
+
+
+def _width(line: str, delimiter: str) -> int:
+    """The number of fields of one line of delimited text (quotes as the readers take them)."""
+    return len(next(csv.reader([line], delimiter=delimiter, quotechar='"'), [""]))
 
 
 def _arrow_problem(exc: BaseException) -> str:

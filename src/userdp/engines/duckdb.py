@@ -326,7 +326,10 @@ class DuckDBEngine(Engine):
         text = ", ".join(f"{_quote(c)}: 'VARCHAR'" for c in text_columns(columns, domain))
         names = "" if layout.names is None else ", names=[" + ", ".join(_literal(c) for c in layout.names) + "]"
         header = "true" if layout.header else "false"
-        csv = f"read_csv({lit}, header={header}, delim={_literal(layout.delimiter)}, quote='\"', escape='\"'{names}"
+        # skip=0: DuckDB's sniffer would otherwise skip lines that do not fit its guess (a ragged line could
+        # become the header, and the lines above it dropped): the first line is the header, or a record
+        delim = _literal(layout.delimiter)
+        csv = f"read_csv({lit}, header={header}, skip=0, delim={delim}, quote='\"', escape='\"'{names}"
         # the columns checked before the text columns' types name them (DuckDB's binder error names nothing)
         layout.check_columns(columns.names, [r[0] for r in self._sql(f"DESCRIBE SELECT * FROM {csv})").fetchall()])
         return f"{csv}, types={{{text}}})"
