@@ -491,6 +491,20 @@ FOUND = [
     plan(*_SHUFFLE, "--alpha0", "4", "--delta", "1e-12"),
     # a query point that is not finite: a RuntimeWarning (NaN distances), now refused before the data is read
     plan("linear", "checkins.csv", *_LINEAR, "--point=inf,-inf"),
+    # input formats (issue 34): a delimiter Arrow cannot take (ValueError "Expecting an ASCII character"), a
+    # headerless file on every engine, names that do not fit its fields, a layout for a file that is not text
+    plan("distinct", "checkins_noheader.txt", *_DISTINCT, "--no-header", "--delimiter", "é"),
+    plan("distinct", "checkins_noheader.txt", *_DISTINCT, "--no-header", "--delimiter", "\x7f", "--engine", "duckdb"),
+    plan("distinct", "checkins_noheader.txt", *_DISTINCT, "--no-header", "--columns", "user,lat,lon,venue,category"),
+    plan("heatmap", "checkins_noheader.txt", *_HEATMAP, *_GRID, "--no-header", "--columns",
+         "user,lat,lon,venue,category", "--engine", "chunked"),
+    plan("distinct", "checkins_noheader.txt", *_DISTINCT, "--no-header", "--columns", "user,lat,lon", "--engine",
+         "duckdb"),
+    plan("distinct", "checkins_tabs.csv", *_DISTINCT, "--columns", "user,lat,lon,venue,category"),
+    plan("distinct", "checkins_semicolons.dat", *_DISTINCT, "--delimiter", ";", "--engine", "chunked"),
+    plan("distinct", "checkins.parquet", *_DISTINCT, "--no-header"),
+    plan("distinct", "ragged.csv", *_DISTINCT, "--engine", "duckdb"),
+    plan("distinct", "corrupt.csv.gz", *_DISTINCT, "--no-header"),
 ]
 
 _settings = settings(

@@ -104,7 +104,8 @@ def _refused(capsys, argv) -> str:
     ("extra", "message"),
     [
         (("--columns", NAMES), "--columns) are for a file without a header line: add --no-header"),
-        (("--delimiter", "ab"), "must be one character"),
+        (("--delimiter", "ab"), "must be one ASCII character"),
+        (("--delimiter", "é"), "must be one ASCII character"),
         (("--delimiter", '"'), "cannot be '\"'"),
         (("--no-header", "--columns", "user,lat"), "checkins.txt has 4 field(s) per line"),
         (("--no-header", "--columns", "user,lat,,venue"), "one non-empty name per field"),

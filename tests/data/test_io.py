@@ -85,8 +85,10 @@ def test_tsv_sniffing_reads_the_table(tmp_path, reference):
     [
         ({"delimiter": "ab"}, "one character"),
         ({"delimiter": ""}, "one character"),
-        ({"delimiter": '"'}, "quote"),
-        ({"delimiter": "\n"}, "line break"),
+        ({"delimiter": '"'}, "the quote character"),
+        ({"delimiter": "\n"}, "one ASCII character"),
+        ({"delimiter": "é"}, "one ASCII character"),
+        ({"delimiter": "\x00"}, "one ASCII character"),
         ({"columns": ("a", "b")}, "--no-header"),  # names for a file that has a header line
         ({"header": False, "columns": ("a", "")}, "non-empty"),
         ({"header": False, "columns": ("a", "a")}, "more than once"),

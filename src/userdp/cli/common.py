@@ -86,9 +86,9 @@ def add_input(p: argparse.ArgumentParser, dest: str = "input", what: str = "") -
         "--delimiter",
         default=None,
         metavar="CHAR",
-        help="the field separator: one character, or tab, comma, semicolon, pipe, space (default: tab for a .tsv "
-        "file and for a .csv/.txt file whose first line has tabs and no commas, else comma); reads a file of "
-        "any other suffix as delimited text",
+        help="the field separator: one ASCII character, or tab, comma, semicolon, pipe, space (default: tab for "
+        "a .tsv file, and for a .csv/.txt file whose first line has more tab-separated fields than "
+        "comma-separated ones; else comma); reads a file of any other suffix as delimited text",
     )
     g.add_argument(
         "--no-header",
@@ -109,7 +109,7 @@ def add_input(p: argparse.ArgumentParser, dest: str = "input", what: str = "") -
 def source_of(args: argparse.Namespace, dest: str = "input") -> Any:
     """The input file of a command as a :class:`~userdp.data.FileSource` (``--delimiter``, ``--no-header``,
     ``--columns``), checked before any data is read: a ParameterError (``userdp: error: ...``, exit 2) for a
-    delimiter of more than one character, ``--columns`` without ``--no-header``, an empty or repeated name."""
+    delimiter that is not one ASCII character, ``--columns`` without ``--no-header``, an empty or repeated name."""
     from ..data import FileSource
 
     columns = getattr(args, "columns", None)

@@ -101,7 +101,7 @@ class FileSource:
     path:
         The file (a folder or a glob where the engine reads those: DuckDB, chunked, Spark).
     delimiter:
-        The field separator of a text file: one character, or ``"tab"`` (also ``"\\t"``), ``"comma"``,
+        The field separator of a text file: one ASCII character (not ``"``), or ``"tab"`` (also ``"\\t"``), ``"comma"``,
         ``"semicolon"``, ``"pipe"``, ``"space"``. ``None`` (the default): a ``.tsv`` file is tab-separated; a
         ``.csv`` or ``.txt`` file is tab-separated when its first line holds a tab and no comma, else
         comma-separated. A delimiter also reads a file of any other suffix as delimited text.
@@ -128,13 +128,13 @@ class FileSource:
             if not isinstance(d, str):
                 raise ParameterError("the delimiter (--delimiter) must be text: one character, or tab")
             d = _DELIMITER_NAMES.get(d.lower(), d)
-            if len(d) != 1:
+            if len(d) != 1 or not (d == "\t" or " " <= d <= "~"):
                 raise ParameterError(
-                    f"the delimiter (--delimiter) must be one character (or tab, comma, semicolon, pipe, space), "
-                    f"got {self.delimiter!r}"
+                    "the delimiter (--delimiter) must be one ASCII character (or tab, comma, semicolon, pipe, "
+                    f"space), got {self.delimiter!r}"
                 )
-            if d in ('"', "\n", "\r"):
-                raise ParameterError(f"the delimiter (--delimiter) cannot be {d!r} (a quote or a line break)")
+            if d == '"':
+                raise ParameterError(f"the delimiter (--delimiter) cannot be {d!r} (the quote character)")
             object.__setattr__(self, "delimiter", d)
         if not isinstance(self.header, bool):
             raise ParameterError("header must be True or False (--no-header)")
@@ -272,8 +272,9 @@ def file_layout(
     source: FileSource | str | os.PathLike, format: str | None = None, probe: Path | None = None
 ) -> FileLayout:
     """How to read ``source``: its kind by the suffix (or ``format``), the delimiter (given, or sniffed: a
-    ``.tsv`` file, or a first line with more tab-separated fields than comma-separated ones, is tab-separated), and a headerless file's field
-    names (``columns``, or ``"1"``, ``"2"``, ...; as many as the first line has fields).
+    ``.tsv`` file, or a first line with more tab-separated fields than comma-separated ones, is
+    tab-separated), and a headerless file's field names (``columns``, or ``"1"``, ``"2"``, ...; as many as the
+    first line has fields).
 
     ``probe`` is the file to look at when ``source`` names a folder or a glob (its first file). Raises a
     :class:`DataError` worded for the command line (the flags that fix it); nothing read from the file is
@@ -359,8 +360,9 @@ def read_table(
     """Read a CSV / TSV (delimited text), Parquet or JSON-lines file (optionally ``.gz`` / ``.xz`` / ``.bz2``
     compressed). A :class:`FileSource` says how delimited text is laid out (its delimiter, whether it has a
     header line, the names of a headerless file's fields); a plain path is read as its suffix says
-    (:func:`file_layout`: ``.tsv``, and ``.csv`` / ``.txt`` whose first line has tabs and no commas, are
-    tab-separated). ``format`` (``"csv"``, ``"tsv"``, ``"parquet"``, ``"jsonl"``) overrides the suffix.
+    (:func:`file_layout`: ``.tsv``, and ``.csv`` / ``.txt`` whose first line has more tab-separated fields
+    than comma-separated ones, are tab-separated). ``format`` (``"csv"``, ``"tsv"``, ``"parquet"``,
+    ``"jsonl"``) overrides the suffix.
 
     The CSV columns named in ``text`` are read as text, never typed by what the other rows hold (one row of
     ``abc`` would otherwise turn a column of ``007`` from numbers into text, and change every other person's
