@@ -83,8 +83,8 @@ def test_tsv_sniffing_reads_the_table(tmp_path, reference):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"delimiter": "ab"}, "one character"),
-        ({"delimiter": ""}, "one character"),
+        ({"delimiter": "ab"}, "one ASCII character"),
+        ({"delimiter": ""}, "one ASCII character"),
         ({"delimiter": '"'}, "the quote character"),
         ({"delimiter": "\n"}, "one ASCII character"),
         ({"delimiter": "é"}, "one ASCII character"),

@@ -94,25 +94,25 @@ def _delimiter_name(d: str) -> str:
 
 @dataclass(frozen=True)
 class FileSource:
-    """A file and how its delimited text is laid out: what every engine reads where it reads a path.
+    """A file and how its delimited text is laid out: what every engine reads where it reads a path. The
+    command line builds one from ``--delimiter``, ``--no-header`` and ``--columns NAME,...``. Every option is
+    checked here, before any file is opened (a :class:`~userdp.errors.ParameterError`).
 
     Parameters
     ----------
     path:
         The file (a folder or a glob where the engine reads those: DuckDB, chunked, Spark).
     delimiter:
-        The field separator of a text file: one ASCII character (not ``"``), or ``"tab"`` (also ``"\\t"``), ``"comma"``,
-        ``"semicolon"``, ``"pipe"``, ``"space"``. ``None`` (the default): a ``.tsv`` file is tab-separated; a
-        ``.csv`` or ``.txt`` file is tab-separated when its first line holds a tab and no comma, else
-        comma-separated. A delimiter also reads a file of any other suffix as delimited text.
+        The field separator of a text file: one ASCII character (not ``"``), or ``"tab"`` (also ``"\\t"``),
+        ``"comma"``, ``"semicolon"``, ``"pipe"``, ``"space"``. ``None`` (the default): a ``.tsv`` file is
+        tab-separated; a ``.csv`` or ``.txt`` file is tab-separated when its first line has more tab-separated
+        fields than comma-separated ones (a header line with tabs and no commas, say), else comma-separated.
+        A delimiter also reads a file of any other suffix as delimited text.
     header:
         Whether the first line names the columns (the default). ``False``: every line is a record.
     columns:
         The names of a headerless file's fields, in order (``header=False`` only); one per field of the file.
         Without them a headerless file's fields are named ``"1"``, ``"2"``, ... (as ``cut -f`` counts).
-
-    The command line builds one from ``--delimiter``, ``--no-header`` and ``--columns NAME,...``. Every option
-    is checked here, before any file is opened.
     """
 
     path: str | os.PathLike
