@@ -140,7 +140,7 @@ def test_reader_messages_name_the_flags_and_quote_no_row(tmp_path):
     _quiet(str(info.value))
     # text that is not Parquet
     (tmp_path / "text.parquet").write_text(_text(","))
-    with pytest.raises(DataError, match="not valid Parquet") as info:
+    with pytest.raises(DataError, match="the file is not Parquet") as info:
         read_table(tmp_path / "text.parquet")
     _quiet(str(info.value))
 

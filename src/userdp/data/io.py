@@ -216,10 +216,12 @@ class FileLayout:
                 why = f"it is not delimited text as described; {flags}"
         elif problem == "compressed":
             why = "the compressed stream is damaged or truncated"
+        elif self.kind == "json":
+            why = "a line is not one JSON object (JSON lines: one object per line); a text table needs a .csv suffix"
         else:
             why = (
-                f"the file is not valid {_KINDS[self.kind]} (damaged, or text with a {self.path.suffix} suffix); "
-                "name a delimited text file .csv, .tsv or .txt, or pass --delimiter"
+                f"the file is not Parquet (damaged, or another format named {self.path.suffix}); a delimited text "
+                "file needs a .csv, .tsv or .txt suffix"
             )
         return DataError(f"{head}: {why}")
 
