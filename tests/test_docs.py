@@ -228,11 +228,20 @@ def _check_duckdb_block(env) -> None:
     assert max(env["rel"].value.shape) == 256
 
 
+def _check_file_source_block(env) -> None:  # "2 rows; columns user, lat, lon, venue", "any engine reads it alike"
+    from userdp.releases import distinct
+
+    assert env["table"].num_rows == 2 and env["table"].column_names == ["user", "lat", "lon", "venue"]
+    same = distinct(env["source"], 1.0, user="user", item="venue", engine="memory", rng=1)
+    assert env["rel"].guarantee == same.guarantee and env["rel"].params["method"] == same.params["method"]
+
+
 BLOCK_CHECKS: dict[str, Callable] = {
     "s = Session(PureDP(1.5, neighbours=Neighbours.REPLACE_USER))": _check_session,
     "g = person_element_graph(amazon_fashion())": _check_person_element_graph,
     "paper = dp_sparse_emd_agg(s, epsilon=1.0)": _check_heatmap_block,
     'eng = DuckDBEngine(memory_limit="2GB")': _check_duckdb_block,
+    'source = FileSource("checkins.txt"': _check_file_source_block,
 }
 
 

@@ -135,6 +135,12 @@ STRINGS = [
 COLUMNS = ["user", "lat", "lon", "venue", "category", "item", "text", "lat,lon", "lon,lat", "lat,lat", "user,lat,lon",
            "lat,lon,", "nope", "USER", "", "é", "lat, lon"]  # fmt: skip
 
+#: ``--delimiter`` (one ASCII character or a name; others refused) and ``--columns`` (with ``--no-header``)
+DELIMITERS = ["tab", "\\t", "\t", ",", ";", "comma", "TAB", " ", "|", "'", "\\", '"', "ab", "", "é", "\n", "\x7f"]
+COLUMN_LISTS = ["user,lat,lon,venue,category", "user,lat,lon,venue", "user,lat,lon,venue,category,extra",
+                "user,user,lat,lon,venue", "user,,lat,lon,venue", ",,,,", "", " user , lat,lon,venue,category",
+                "1,2,3,4,5", "user"]  # fmt: skip
+
 BBOXES = [
     "40.69,-74.01,40.76,-73.94",  # around the valid check-ins
     "40.5,-74.3,41,-73.65",
@@ -177,6 +183,9 @@ DATA_FILES = [
     "checkins.csv.bz2",
     "checkins.tsv",
     "checkins.txt",
+    "checkins_noheader.txt",
+    "checkins_tabs.csv",
+    "checkins_semicolons.dat",
     "checkins_noext",
     "empty.csv",
     "empty.parquet",
@@ -240,6 +249,8 @@ _POOLS = {
     "lon": COLUMNS,
     "item": COLUMNS,
     "items": COLUMNS,
+    "delimiter": DELIMITERS,
+    "columns": COLUMN_LISTS,
     "bbox": BBOXES,
     "point": POINTS,
     "budget": BUDGETS,
@@ -339,6 +350,9 @@ def make_inputs(root: Path) -> None:
         "checkins.tsv": valid.replace(",", "\t"),
         "checkins.txt": valid,
         "checkins_noext": valid,
+        "checkins_noheader.txt": valid.split("\n", 1)[1].replace(",", "\t"),
+        "checkins_tabs.csv": valid.replace(",", "\t"),
+        "checkins_semicolons.dat": valid.replace(",", ";"),
         "empty.csv": "",
         "empty.parquet": "",
         "empty.jsonl": "",

@@ -397,6 +397,7 @@ _ITEMWISE = ("--user", "user", "--item", "venue", "--metric", "clustered", "--do
              "--delta", "1e-6", "--seed", "1")  # fmt: skip
 _SHUFFLE = ("account", "shuffle", "--m", "1000", "--n", "100000")
 _LEDGER = ("--ledger", "ledger.json")
+_HEADERLESS = ("--no-header", "--columns", "user,lat,lon,venue,category")  # checkins_noheader.txt's fields
 _LONG = "x" * 300  # longer than a file name may be (ENAMETOOLONG)
 _BAD_UTF8 = "caf\udce9"  # the byte 0xE9 in a command-line argument, as Python decodes it (surrogateescape)
 
@@ -491,6 +492,18 @@ FOUND = [
     plan(*_SHUFFLE, "--alpha0", "4", "--delta", "1e-12"),
     # a query point that is not finite: a RuntimeWarning (NaN distances), now refused before the data is read
     plan("linear", "checkins.csv", *_LINEAR, "--point=inf,-inf"),
+    # input formats (issue 34): a delimiter Arrow cannot take (ValueError "Expecting an ASCII character"), a
+    # headerless file on every engine, names that do not fit its fields, a layout for a file that is not text
+    plan("distinct", "checkins_noheader.txt", *_DISTINCT, "--no-header", "--delimiter", "é"),
+    plan("distinct", "checkins_noheader.txt", *_DISTINCT, "--no-header", "--delimiter", "\x7f", "--engine", "duckdb"),
+    plan("distinct", "checkins_noheader.txt", *_DISTINCT, *_HEADERLESS),
+    plan("heatmap", "checkins_noheader.txt", *_HEATMAP, *_GRID, *_HEADERLESS, "--engine", "chunked"),
+    plan("distinct", "checkins_noheader.txt", *_DISTINCT, "--no-header", "--columns", "user,lat", "--engine", "duckdb"),
+    plan("distinct", "checkins_tabs.csv", *_DISTINCT, "--columns", "user,lat,lon,venue,category"),
+    plan("distinct", "checkins_semicolons.dat", *_DISTINCT, "--delimiter", ";", "--engine", "chunked"),
+    plan("distinct", "checkins.parquet", *_DISTINCT, "--no-header"),
+    plan("distinct", "ragged.csv", *_DISTINCT, "--engine", "duckdb"),
+    plan("distinct", "corrupt.csv.gz", *_DISTINCT, "--no-header"),
 ]
 
 _settings = settings(

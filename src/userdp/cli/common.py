@@ -70,6 +70,53 @@ def add_release_options(p: argparse.ArgumentParser) -> None:
     ledger.add_option(p)
 
 
+INPUT_FORMATS = (
+    "delimited text (.csv, .tsv, .txt: comma- or tab-separated, with a header line unless --no-header), Parquet "
+    "(.parquet) or JSON lines (.jsonl), optionally .gz/.bz2/.xz compressed"
+)
+
+
+def add_input(p: argparse.ArgumentParser, dest: str = "input", what: str = "") -> None:
+    """The input file of a command that reads one (positional ``dest``) and how it is laid out:
+    ``--delimiter``, ``--no-header`` and ``--columns`` (:func:`source_of` turns them into a
+    :class:`~userdp.data.FileSource`)."""
+    p.add_argument(dest, metavar="FILE", help=f"the data: {INPUT_FORMATS}{what}")
+    g = p.add_argument_group("input format (delimited text)")
+    g.add_argument(
+        "--delimiter",
+        default=None,
+        metavar="CHAR",
+        help="the field separator: one ASCII character, or tab, comma, semicolon, pipe, space (default: tab for "
+        "a .tsv file, and for a .csv/.txt file whose first line has more tab-separated fields than "
+        "comma-separated ones; else comma); reads a file of any other suffix as delimited text",
+    )
+    g.add_argument(
+        "--no-header",
+        dest="header",
+        action="store_false",
+        help="the file has no header line: every line is a record (by default the first line names the "
+        "fields); name its fields with --columns, else they are named 1, 2, 3, ...",
+    )
+    g.add_argument(
+        "--columns",
+        default=None,
+        metavar="NAME,...",
+        help="with --no-header: the names of the file's fields, in order, one per field (e.g. "
+        "user,time,lat,lon,venue), used by --user, --item, --lat, ...",
+    )
+
+
+def source_of(args: argparse.Namespace, dest: str = "input") -> Any:
+    """The input file of a command as a :class:`~userdp.data.FileSource` (``--delimiter``, ``--no-header``,
+    ``--columns``), checked before any data is read: a ParameterError (``userdp: error: ...``, exit 2) for a
+    delimiter that is not one ASCII character, ``--columns`` without ``--no-header``, an empty or repeated name."""
+    from ..data import FileSource
+
+    columns = getattr(args, "columns", None)
+    names = None if columns is None else tuple(c.strip() for c in str(columns).split(","))
+    return FileSource(getattr(args, dest), getattr(args, "delimiter", None), getattr(args, "header", True), names)
+
+
 def engine_of(args: argparse.Namespace) -> Any:
     """The engine a release command asked for (``--engine``, ``--memory-limit``), checked before any data is
     read: the engine's name, or a DuckDB engine with the memory limit."""
@@ -78,7 +125,7 @@ def engine_of(args: argparse.Namespace) -> Any:
         return args.engine
     from ..engines import get_engine
 
-    source = getattr(args, "input", None) or getattr(args, "file", None)
+    source = source_of(args, "input" if getattr(args, "input", None) else "file")
     return get_engine(args.engine, source, memory_limit=limit)
 
 

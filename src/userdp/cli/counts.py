@@ -11,11 +11,13 @@ from ..errors import ParameterError
 from .common import (
     DELTA,
     EPSILON,
+    add_input,
     add_release_options,
     charge_and_write_csv,
     engine_of,
     number,
     report,
+    source_of,
     warn_seed,
 )
 from .vocabulary import _by_count, _check_out
@@ -51,7 +53,7 @@ def cmd_counts(args: argparse.Namespace) -> int:
     out = _check_out(args)  # before the data is read: a bad --out spends nothing
     keys = _public_keys(args.keys)
     rel = releases.key_counts(
-        args.input,
+        source_of(args),
         args.epsilon,
         args.delta or 0.0,
         user=args.user,
@@ -94,7 +96,7 @@ def add_parser(sub) -> None:
         epilog="example:\n  userdp counts checkins.csv --user user --key venue_id --epsilon 1 --delta 1e-6 "
         "--bounds auto --out venues.csv",
     )
-    co.add_argument("input", help="CSV, Parquet or JSON-lines file")
+    add_input(co)
     co.add_argument("--user", required=True, help="person column")
     co.add_argument("--key", required=True, help="key column (venue, category, word)")
     co.add_argument("--tokenize", action="store_true", help="split the key column into lower-cased words")

@@ -21,6 +21,7 @@ from .common import (
     EPSILON,
     PROBABILITY,
     add_bbox,
+    add_input,
     add_release_options,
     charge,
     console,
@@ -29,6 +30,7 @@ from .common import (
     number,
     parse_bbox,
     print_json,
+    source_of,
     warn_seed,
 )
 
@@ -104,7 +106,7 @@ def cmd_linear(args: argparse.Namespace) -> int:
         query, ell, unit_scale = releases.distance_query(space, floats(args.point, space.dim, "point"))
     else:
         query, ell, unit_scale = releases.mean_query(space)
-    rel = releases.linear(args.file, query, ell, args.alpha, points=cols, **_request(args))
+    rel = releases.linear(source_of(args, "file"), query, ell, args.alpha, points=cols, **_request(args))
     est = (np.asarray(rel.value) * unit_scale).tolist()
     extra = {"unit": getattr(space, "unit", ""), "noise_scale": rel.params["noise_scale"] * unit_scale}
     return _emit(args, rel, est, extra)
@@ -140,7 +142,8 @@ def _scale(space) -> dict:
 
 def cmd_itemwise(args: argparse.Namespace) -> int:
     space, domain = _clustered(args)
-    rel = releases.itemwise(args.file, space, domain, args.alpha, item=args.item, beta=args.beta, **_request(args))
+    src = source_of(args, "file")  # checked before any data is read
+    rel = releases.itemwise(src, space, domain, args.alpha, item=args.item, beta=args.beta, **_request(args))
     unbiased, top = _top(rel, domain, args.top)
     released = {str(domain.labels[i]): float(v) for i, v in enumerate(rel.value)}
     extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "m": rel.params["m"], **_scale(space),
@@ -150,7 +153,8 @@ def cmd_itemwise(args: argparse.Namespace) -> int:
 
 def cmd_freq(args: argparse.Namespace) -> int:
     space, domain = _clustered(args)
-    rel = releases.frequency(args.file, space, domain, args.alpha, item=args.item, beta=args.beta, **_request(args))
+    src = source_of(args, "file")  # checked before any data is read
+    rel = releases.frequency(src, space, domain, args.alpha, item=args.item, beta=args.beta, **_request(args))
     unbiased, top = _top(rel, domain, args.top)
     est = {str(domain.labels[i]): float(v) for i, v in enumerate(rel.value)}
     extra = {"alpha0": rel.params["alpha0"], "route": rel.params["route"], "unbiased": unbiased, **_scale(space),
@@ -228,7 +232,7 @@ def _emit(args: argparse.Namespace, rel, estimate, extra: dict, top: list[dict] 
 
 def add_parser(sub) -> None:
     def request(p: argparse.ArgumentParser) -> None:
-        p.add_argument("file", help="CSV, Parquet or JSON-lines file, one record per item")
+        add_input(p, "file", ", one record per item")
         p.add_argument("--user", required=True, help="user column")
         p.add_argument("--alpha", type=EPSILON, required=True, help="the requested alpha of the d_EM-DP guarantee")
         p.add_argument(

@@ -6,12 +6,23 @@ from __future__ import annotations
 import argparse
 
 from .. import releases
-from .common import EPSILON, PROBABILITY, add_release_options, charge, engine_of, number, report, warn_seed
+from .common import (
+    EPSILON,
+    PROBABILITY,
+    add_input,
+    add_release_options,
+    charge,
+    engine_of,
+    number,
+    report,
+    source_of,
+    warn_seed,
+)
 
 
 def cmd_distinct(args: argparse.Namespace) -> int:
     rel = releases.distinct(
-        args.input,
+        source_of(args),
         args.epsilon,
         user=args.user,
         item=args.item,
@@ -46,7 +57,7 @@ def add_parser(sub) -> None:
         help="person-level DP lower bound on the number of distinct items",
         epilog="example:\n  userdp distinct reviews.csv --user reviewer --item text --tokenize --epsilon 1",
     )
-    di.add_argument("input", help="CSV, Parquet or JSON-lines file")
+    add_input(di)
     di.add_argument("--user", required=True, help="person column")
     di.add_argument("--item", required=True, help="element column (or text, with --tokenize)")
     di.add_argument("--tokenize", action="store_true", help="split the item column into lower-cased words")

@@ -20,6 +20,7 @@ from .common import (
     EPSILON,
     OutOfRange,
     add_bbox,
+    add_input,
     add_release_options,
     charge,
     console,
@@ -27,6 +28,7 @@ from .common import (
     number,
     parse_bbox,
     print_json,
+    source_of,
     warn_seed,
 )
 
@@ -98,7 +100,7 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     if existing and not args.force:  # checked before any data is read
         raise ParameterError(f"{' and '.join(existing)} already exist(s); pass --force to overwrite, or another --out")
     rel = releases.heatmap(
-        args.input,
+        source_of(args),
         box,
         args.grid or (args.resolution or DEFAULT_RESOLUTION),
         args.epsilon,
@@ -187,7 +189,7 @@ def _emit(args: argparse.Namespace, result: dict, box_check: str | None, text: s
 def _check_box(args: argparse.Namespace, box) -> int:
     """``--check-box``: only the DP count of the users with a point inside the box, with ``--epsilon``
     (charged like any release); no map is made or written."""
-    rel = releases.users_inside(args.input, box, args.epsilon, user=args.user, lat=args.lat, lon=args.lon,
+    rel = releases.users_inside(source_of(args), box, args.epsilon, user=args.user, lat=args.lat, lon=args.lon,
                                 engine=engine_of(args), rng=args.seed)  # fmt: skip
     charge(args, rel)
     result = {"users_inside_dp": rel.value, "interval_90": rel.error.bound, "epsilon": args.epsilon,
@@ -205,7 +207,7 @@ def add_parser(sub) -> None:
         epilog="example:\n  userdp heatmap checkins.csv --user user --lat lat --lon lon \\\n"
         "      --bbox 40.745,-73.999,40.770,-73.965 --epsilon 1 --out midtown.png",
     )
-    p.add_argument("input", help="CSV, Parquet or JSON-lines file, one record per point")
+    add_input(p, what=", one record per point")
     p.add_argument("--user", required=True, help="user column")
     p.add_argument("--lat", required=True, help="latitude column")
     p.add_argument("--lon", required=True, help="longitude column")

@@ -11,11 +11,13 @@ from ..errors import ParameterError
 from .common import (
     DELTA,
     EPSILON,
+    add_input,
     add_release_options,
     charge_and_write_csv,
     engine_of,
     number,
     report,
+    source_of,
     warn_seed,
 )
 
@@ -36,7 +38,7 @@ def _check_out(args: argparse.Namespace) -> Path | None:
 def cmd_vocabulary(args: argparse.Namespace) -> int:
     out = _check_out(args)  # before the data is read: a bad --out spends nothing
     rel = releases.vocabulary(
-        args.input,
+        source_of(args),
         args.epsilon,
         args.delta,
         user=args.user,
@@ -92,7 +94,7 @@ def add_parser(sub) -> None:
         epilog="example:\n  userdp vocabulary reviews.csv --user reviewer --item text --tokenize --epsilon 1 "
         "--delta 1e-6 --out words.csv",
     )
-    vo.add_argument("input", help="CSV, Parquet or JSON-lines file")
+    add_input(vo)
     vo.add_argument("--user", required=True, help="person column")
     vo.add_argument("--item", required=True, help="item column (or text, with --tokenize)")
     vo.add_argument("--tokenize", action="store_true", help="split the item column into lower-cased words")

@@ -36,11 +36,12 @@ from .domains import OUTSIDE_DOMAIN, BoxDomain, FiniteDomain
 from .domains import sorted_text as sorted_text
 from .domains import unique_inverse as unique_inverse
 from .io import READ_ERRORS as READ_ERRORS
+from .io import FileLayout as FileLayout
+from .io import FileSource, file_layout, read_table, table_of, to_arrow
 from .io import _column_numpy as _column_numpy
 from .io import _open as _open
 from .io import _require_columns as _require_columns
 from .io import check_columns as check_columns
-from .io import read_table, table_of, to_arrow
 
 __all__ = [
     "FiniteDomain",
@@ -52,6 +53,8 @@ __all__ = [
     "sorted_text",
     "group_by_user",
     "to_arrow",
+    "FileSource",
+    "file_layout",
     "read_table",
     "table_of",
     "check_columns",

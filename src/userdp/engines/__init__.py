@@ -34,13 +34,17 @@ memory is bounded."""
 
 
 def _input_bytes(source: Any) -> int | None:
-    """The bytes of the files a path, folder or glob names (``None`` for anything else, or a path with none)."""
+    """The bytes of the files a path, folder or glob (or a :class:`~userdp.data.FileSource` of one) names
+    (``None`` for anything else, or a path with none)."""
     import glob as globs
     from pathlib import Path
 
-    if not isinstance(source, (str, Path)):
+    from ..data import FileSource
+
+    file = FileSource.of(source)
+    if file is None:
         return None
-    text = str(source)
+    text = str(file.path)
     try:
         if any(ch in text for ch in "*?["):
             files = [Path(f) for f in globs.glob(text, recursive=True)]

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from ..data import BoxDomain, FiniteDomain, UserDataset, group_by_user, to_arrow
+from ..data import BoxDomain, FileLayout, FileSource, FiniteDomain, UserDataset, file_layout, group_by_user, to_arrow
 from ..errors import DataError, ParameterError
 from ..noise import KeyedStreams
 from . import memory, streams
@@ -63,8 +63,6 @@ BATCH_ROWS = 1 << 20  # rows per batch of the ordered stream (a batch holds the 
 _INTEGER = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT",
             "UHUGEINT"}  # fmt: skip
 _FLOAT = {"FLOAT", "DOUBLE", "REAL"}
-_FORMATS = {"parquet": "parquet", "pq": "parquet", "csv": "csv", "tsv": "tsv", "txt": "csv", "json": "json",
-            "jsonl": "json", "ndjson": "json"}  # fmt: skip
 _SIZE_LIMIT = 1 << 31  # a user holds fewer than 2^31 items (count_table's key packing)
 
 
@@ -89,6 +87,11 @@ def parse_memory_limit(text: str | None) -> str | None:
 
 def _quote(name: str) -> str:
     return '"' + str(name).replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + str(text).replace("'", "''") + "'"
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ class DuckDBEngine(Engine):
         self._frames: dict[str, Any] = {}
         self._grouped: dict[str, str] = {}  # view -> its (u, t, k) table: records per person and key text
         self._grouped_keys: dict[str, tuple[str, FiniteDomain]] = {}  # view -> its coded, sorted records
+        self._layout: FileLayout | None = None  # the file last loaded: DuckDB's reading errors are worded for it
 
     # -- the connection -------------------------------------------------------------------------
     @property
@@ -189,7 +193,7 @@ class DuckDBEngine(Engine):
         try:
             return self.con.execute(query, params or [])
         except duckdb.Error as exc:
-            raise DataError(f"DuckDB could not read the data ({type(exc).__name__})") from None
+            raise self._failed(exc) from None
 
     def _arrow(self, query: str, params: list | None = None) -> pa.Table:
         """The result of ``query`` as an Arrow table."""
@@ -198,7 +202,7 @@ class DuckDBEngine(Engine):
         try:
             return self.con.sql(query, params=params or None).to_arrow_table()
         except duckdb.Error as exc:
-            raise DataError(f"DuckDB could not read the data ({type(exc).__name__})") from None
+            raise self._failed(exc) from None
 
     def _reader(self, query: str) -> Iterator[pa.RecordBatch]:
         """The result of ``query`` as a stream of Arrow batches, on a cursor of its own (the engine's
@@ -212,15 +216,42 @@ class DuckDBEngine(Engine):
             reader = cur.sql(query).to_arrow_reader(self.batch_rows)
             yield from reader
         except duckdb.Error as exc:
-            raise DataError(f"DuckDB could not read the data ({type(exc).__name__})") from None
+            raise self._failed(exc) from None
+
+    def _failed(self, exc: Exception) -> DataError:
+        """DuckDB's error as a :class:`DataError`: a file that could not be read says what is wrong and which
+        option fixes it (:meth:`~userdp.data.FileLayout.unreadable`, as the other engines say it). DuckDB's own
+        message is only classified, never repeated: it can quote rows of the file."""
+        import duckdb
+
+        msg, kind = str(exc), type(exc).__name__
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            return DataError("DuckDB ran out of memory; raise --memory-limit (memory_limit=) or free some memory")
+        reading = isinstance(exc, (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException))
+        if self._layout is not None and reading:
+            low = msg.lower()
+            if "invalid unicode" in low or "not utf-8 encoded" in low:
+                problem = "utf8"
+            elif isinstance(exc, duckdb.ConversionException) or "could not convert" in low:
+                problem = "type"
+            elif "sniffing" in low or "columns" in low:
+                problem = "fields"
+            elif "gzip" in low or "zstd" in low or "compress" in low:
+                problem = "compressed"
+            else:
+                problem = "other"
+            return self._layout.unreadable(problem)
+        return DataError(f"DuckDB could not read the data (a DuckDB {kind})")
 
     # -- input ----------------------------------------------------------------------------------
     def _source(self, source: Any, columns: Columns, domain: Any) -> tuple[str, str]:
         """A SQL table expression for ``source`` and what it is (``file`` or ``table``)."""
         if isinstance(source, UserDataset):
             source = source.to_arrow(columns.user, columns.item or "item")
-        if isinstance(source, (str, Path)):
-            return self._file(str(source), columns, domain), "file"
+        file = FileSource.of(source)
+        self._layout = None
+        if file is not None:
+            return self._file(file, columns, domain), "file"
         if callable(source):
             return self._stored(source, columns), "stream"
         return self._register("frame", to_arrow(source)), "table"
@@ -258,43 +289,50 @@ class DuckDBEngine(Engine):
             self.con.unregister(name + "_in")
         return name
 
-    def _file(self, path: str, columns: Columns, domain: Any) -> str:
+    def _file(self, source: FileSource, columns: Columns, domain: Any) -> str:
+        """A SQL table expression reading the file, folder or glob ``source`` as every engine reads it
+        (:func:`~userdp.data.file_layout`: the delimiter, the header line, a headerless file's names, sniffed
+        on its first file)."""
+        import glob as globs
+
+        path = str(source.path)
         globbed = any(ch in path for ch in "*?[")
         p = Path(path)
         if not globbed and not p.exists():
             raise DataError(f"no such file: {path}")
         target, probe = path, p
-        if not globbed and p.is_dir():
-            files = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(("_", ".")))
+        if globbed or p.is_dir():
+            if globbed:
+                files = sorted(Path(f) for f in globs.glob(path, recursive=True) if Path(f).is_file())
+            else:
+                files = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(("_", ".")))
             if not files:
-                raise DataError(f"{p.name} is an empty folder")
-            probe = files[0]
-            fmt = self._format(probe)
-            target = str(p / "**" / f"*{''.join(probe.suffixes)}")
-        else:
-            fmt = self._format(Path(path.split("*")[0]) if globbed and not Path(path).suffix else p)
-        if not globbed and p.is_file() and p.stat().st_size == 0:
-            raise DataError(f"{p.name} is empty (not even a header line)")
+                raise DataError(f"no file matches {path}" if globbed else f"{p.name} is an empty folder")
+            probe = next((f for f in files if f.stat().st_size), files[0])
+            if not globbed:
+                target = str(p / "**" / f"*{''.join(probe.suffixes)}")
+        layout = file_layout(source, probe=probe)
+        self._layout = layout
         if probe.suffix.lower() in (".xz", ".bz2"):  # compressions DuckDB cannot read: through Arrow, in memory
             from ..data import read_table
 
-            return self._register("frame", read_table(probe, text=text_columns(columns, domain)))
-        lit = "'" + target.replace("'", "''") + "'"
-        if fmt == "parquet":
+            one = replace(source, path=probe)
+            return self._register("frame", read_table(one, text=text_columns(columns, domain)))
+        lit = _literal(target)
+        if layout.kind == "parquet":
             return f"read_parquet({lit})"
-        if fmt == "json":
+        if layout.kind == "json":
             return f"read_json({lit}, format='newline_delimited')"
         text = ", ".join(f"{_quote(c)}: 'VARCHAR'" for c in text_columns(columns, domain))
-        delim = "\\t" if fmt == "tsv" else ","
-        return f"read_csv({lit}, header=true, delim=E'{delim}', quote='\"', escape='\"', types={{{text}}})"
-
-    @staticmethod
-    def _format(path: Path) -> str:
-        sfx = [s.lower().lstrip(".") for s in path.suffixes if s.lower() not in (".gz", ".xz", ".bz2", ".zst")]
-        fmt = _FORMATS.get(sfx[-1] if sfx else "")
-        if fmt is None:
-            raise DataError(f"cannot tell the format of {path.name}; use a .parquet, .csv, .tsv or .jsonl file")
-        return fmt
+        names = "" if layout.names is None else ", names=[" + ", ".join(_literal(c) for c in layout.names) + "]"
+        header = "true" if layout.header else "false"
+        # skip=0: DuckDB's sniffer would otherwise skip lines that do not fit its guess (a ragged line could
+        # become the header, and the lines above it dropped): the first line is the header, or a record
+        delim = _literal(layout.delimiter)
+        csv = f"read_csv({lit}, header={header}, skip=0, delim={delim}, quote='\"', escape='\"'{names}"
+        # the columns checked before the text columns' types name them (DuckDB's binder error names nothing)
+        layout.check_columns(columns.names, [r[0] for r in self._sql(f"DESCRIBE SELECT * FROM {csv})").fetchall()])
+        return f"{csv}, types={{{text}}})"
 
     def load(self, source: Any, columns: Columns, domain: FiniteDomain | BoxDomain | None = None) -> DuckTable:
         from ..data import check_columns
@@ -305,7 +343,10 @@ class DuckDBEngine(Engine):
         names = columns.names  # refuses a Columns naming no items
         src, what = self._source(source, columns, domain)
         described = self._sql(f"DESCRIBE SELECT * FROM {src}").fetchall()
-        check_columns(names, [r[0] for r in described], what)
+        if what == "file" and self._layout is not None:
+            self._layout.check_columns(names, [r[0] for r in described])
+        else:
+            check_columns(names, [r[0] for r in described], what)
         types = {r[0]: str(r[1]).upper() for r in described}
         user = self._user_expr(columns.user, types[columns.user])
         view = self._name("view")
@@ -584,8 +625,15 @@ class DuckDBEngine(Engine):
         up to 10^6); ``bounded_counts``: each counted
         key's records within rank L0, at most Linf each. What the parts give, bit for bit (tested)."""
         counted = np.asarray(kw["counted"], dtype=object)
-        keys = self._register("counted", pa.table({"t": pa.array([str(x) for x in counted], type=pa.string()),
-                                                   "pos": pa.array(np.arange(counted.size), type=pa.int64())}))
+        keys = self._register(
+            "counted",
+            pa.table(
+                {
+                    "t": pa.array([str(x) for x in counted], type=pa.string()),
+                    "pos": pa.array(np.arange(counted.size), type=pa.int64()),
+                }
+            ),
+        )
         ranked = f"""SELECT n.pos, g.k, row_number() OVER (PARTITION BY g.u ORDER BY g.k DESC, g.t) AS r
                      FROM {self._grouped_table(data)} g JOIN {keys} n USING (t)"""
         if part == "kept_grid":

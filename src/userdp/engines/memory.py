@@ -258,7 +258,8 @@ def _same_domain(a: Any, b: FiniteDomain) -> bool:
 
 
 class MemoryEngine(Engine):
-    """The whole table in memory as a :class:`UserDataset`. ``load`` takes a path (CSV, Parquet, JSON lines),
+    """The whole table in memory as a :class:`UserDataset`. ``load`` takes a path (CSV, TSV, Parquet, JSON lines)
+    or a :class:`~userdp.data.FileSource` (a headerless file, another delimiter),
     an Arrow table, a pandas or polars frame, a dict of columns, or a ``UserDataset`` (used as it is)."""
 
     name = "memory"

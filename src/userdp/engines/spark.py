@@ -23,13 +23,13 @@ number (the driver's memory is then the limit, as for any collect).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..data import BoxDomain, FiniteDomain, UserDataset, to_arrow
+from ..data import BoxDomain, FileLayout, FileSource, FiniteDomain, UserDataset, file_layout, read_table, to_arrow
 from ..errors import DataError, UserDPError
 from ..noise import KeyedStreams
 from ..text import tokenize_column
@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["SparkEngine", "SparkTable"]
+
 
 @dataclass(frozen=True)
 class SparkTable:
@@ -95,33 +96,54 @@ class SparkEngine(Engine):
         self.spark = spark
 
     # -- input ------------------------------------------------------------------------------
-    def read(self, path: str | Path, infer: bool = True) -> DataFrame:
-        """Read a Parquet, CSV (header row; types inferred unless ``infer`` is false: then every column is
-        text) or JSON-lines path."""
-        p = str(path).lower()
-        if not Path(path).exists():
-            raise DataError(f"no such file: {path}")
-        if p.endswith((".csv", ".csv.gz", ".csv.bz2", ".tsv")):
-            sep = "\t" if p.endswith(".tsv") else ","
-            reader = self.spark.read.option("header", True).option("inferSchema", bool(infer)).option("sep", sep)
-            return reader.csv(str(path))
-        if p.endswith((".json", ".jsonl", ".ndjson", ".jsonl.gz", ".json.gz")):
-            return self.spark.read.json(str(path))
-        return self.spark.read.parquet(str(path))
+    def read(self, path: str | Path | FileSource, infer: bool = True) -> DataFrame:
+        """Read a Parquet, delimited text (types inferred unless ``infer`` is false: then every column is text)
+        or JSON-lines path, a folder of them or a :class:`~userdp.data.FileSource` (a headerless file, another
+        delimiter), laid out as every engine reads it (:func:`~userdp.data.file_layout`)."""
+        return self._read(FileSource.of(path), infer)[0]
+
+    def _read(self, src: FileSource, infer: bool, text: tuple[str, ...] = ()) -> tuple[DataFrame, FileLayout]:
+        p = Path(src.path)
+        if not p.exists():
+            raise DataError(f"no such file: {src.path}")
+        probe = p
+        if p.is_dir():
+            files = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(("_", ".")))
+            if not files:
+                raise DataError(f"{p.name} is an empty folder")
+            probe = next((f for f in files if f.stat().st_size), files[0])
+        layout = file_layout(src, probe=probe)
+        if probe.suffix.lower() == ".xz":  # a compression Spark cannot read: through Arrow, on the driver
+            table = read_table(replace(src, path=probe), text=() if infer else text)
+            return self.spark.createDataFrame(table.to_pandas()), layout
+        if layout.kind == "csv":
+            reader = (
+                self.spark.read.option("header", layout.header)
+                .option("inferSchema", bool(infer))
+                .option("sep", layout.delimiter)
+            )
+            df = reader.csv(str(src.path))
+            return (df if layout.names is None else df.toDF(*layout.names)), layout
+        if layout.kind == "json":
+            return self.spark.read.json(str(src.path)), layout
+        return self.spark.read.parquet(str(src.path)), layout
 
     def load(self, source: Any, columns: Columns, domain: FiniteDomain | BoxDomain | None = None) -> SparkTable:
         from pyspark.sql import DataFrame
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
-        if isinstance(source, (str, Path)):  # a CSV's columns are text, never typed by what other rows hold
-            df = self.read(source, infer=False)
+        layout = None
+        if FileSource.of(source) is not None:  # a CSV's columns are text, never typed by what other rows hold
+            df, layout = self._read(FileSource.of(source), infer=False, text=columns.names)
         elif isinstance(source, DataFrame):
             df = source
         else:
             if isinstance(source, UserDataset):
                 source = source.to_arrow(columns.user, columns.item or "item")
             df = self.spark.createDataFrame(to_arrow(source).to_pandas())
+        if layout is not None:
+            layout.check_columns(columns.names, df.columns)
         missing = [c for c in columns.names if c not in df.columns]
         if missing:
             raise DataError(f"column(s) {missing} not found; the DataFrame has columns {df.columns}")
@@ -384,9 +406,7 @@ class SparkEngine(Engine):
             lab, sums = bounded_item_sums_of(ds.dedupe() if ds.n_items else ds, cap, keep, weights)
             return pd.DataFrame({"_k": lab.astype(str), **{n: sums[:, c] for c, n in enumerate(names)}})
 
-        schema = T.StructType(
-            [T.StructField("_k", T.StringType())] + [T.StructField(n, T.LongType()) for n in names]
-        )
+        schema = T.StructType([T.StructField("_k", T.StringType())] + [T.StructField(n, T.LongType()) for n in names])
         rows = (
             self._by_users(SparkTable(d, Columns(user, item), None), part, schema)
             .groupBy("_k")

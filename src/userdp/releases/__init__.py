@@ -9,7 +9,9 @@ experiments call these.
 * :func:`vocabulary` -- which items many persons hold, with noisy counts (private set union).
 * :func:`key_counts` -- records per key, with contribution bounds chosen privately (GEM).
 
-The engine (``engine="auto"`` (default), ``"memory"``, ``"duckdb"``, ``"chunked"``, ``"spark"`` or an
+A source is a path, a :class:`~userdp.data.FileSource` (a file's delimiter, header line and field names: every
+engine reads it alike), a table or frame, or a :class:`~userdp.data.UserDataset`. The engine (``engine="auto"``
+(default), ``"memory"``, ``"duckdb"``, ``"chunked"``, ``"spark"`` or an
 instance) computes the exact aggregates; the mechanism adds noise, selects and reconstructs on the driver,
 once. The same parameters and seed give the same release on every engine.
 """

@@ -51,7 +51,8 @@ def key_counts(
     Parameters
     ----------
     source:
-        A path, an Arrow table, a pandas or polars frame, a Spark DataFrame (``engine="spark"``) or a
+        A path, a :class:`~userdp.data.FileSource` (a headerless or tab-separated file), an Arrow table, a
+        pandas or polars frame, a Spark DataFrame (``engine="spark"``) or a
         :class:`~userdp.data.UserDataset`.
     tokenize:
         The key column is text; the keys are its lower-cased words (:func:`userdp.data.tokenize`), counted with

@@ -43,7 +43,8 @@ def distinct(
     Parameters
     ----------
     source:
-        A path, an Arrow table, a pandas or polars frame, a Spark DataFrame (``engine="spark"``) or a
+        A path, a :class:`~userdp.data.FileSource` (a headerless or tab-separated file), an Arrow table, a
+        pandas or polars frame, a Spark DataFrame (``engine="spark"``) or a
         :class:`~userdp.data.UserDataset`.
     tokenize:
         The item column is text; the elements are its lower-cased words (:func:`userdp.data.tokenize`).

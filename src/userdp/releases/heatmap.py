@@ -189,7 +189,8 @@ def heatmap(
     Parameters
     ----------
     source:
-        A path (CSV, Parquet, JSON lines), an Arrow table, a pandas or polars frame, a Spark DataFrame
+        A path (CSV, TSV, Parquet, JSON lines), a :class:`~userdp.data.FileSource` (a headerless file, another
+        delimiter), an Arrow table, a pandas or polars frame, a Spark DataFrame
         (``engine="spark"``) or a :class:`~userdp.data.UserDataset` of points.
     box, resolution, cells:
         The public box and grid (:func:`grid_of`): by default ``resolution`` cells along the box's longer side,
