@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..engines import ENGINES
@@ -42,6 +44,43 @@ SEED = number(int, 0, 2**63 - 1)
 PROBABILITY = number(float, 0.0, 1.0, low_open=True)  # a failure probability beta
 
 
+#: Commands without a spinner: the demo has its own progress, the others finish at once or print as they go.
+QUIET_COMMANDS = frozenset({"demo", "datasets", "completion", "ledger"})
+
+
+@contextlib.contextmanager
+def working(args: argparse.Namespace) -> Iterator[None]:
+    """A transient spinner on standard error while a command reads its data and releases (a large file can
+    take minutes), when standard error is a terminal: nothing in a pipe, a log or a test. What the command
+    prints meanwhile is printed above it (standard output only when that is the terminal too, so ``--json >
+    file`` stays byte for byte what it was), and the spinner leaves no trace."""
+    command = getattr(args, "command", None)
+    if command in QUIET_COMMANDS or not _isatty(sys.stderr):
+        yield
+        return
+    from rich.console import Console
+    from rich.live import Live
+    from rich.spinner import Spinner
+
+    spinner = Spinner("dots", text=f"userdp {command}: reading the data and releasing")
+    with Live(
+        spinner,
+        console=Console(stderr=True, force_terminal=True),  # standard error is a terminal (checked above)
+        transient=True,
+        refresh_per_second=8,
+        redirect_stdout=_isatty(sys.stdout),
+        redirect_stderr=True,
+    ):
+        yield
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return False
+
+
 def console(stderr: bool = False):
     from rich.console import Console
 
@@ -67,6 +106,12 @@ def add_release_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=SEED, default=None, help="seed the noise (demonstrations only: no privacy)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the engines' own progress output (DuckDB's progress bar, Spark's stage bars and warnings); "
+        "without it they are silent",
+    )
     ledger.add_option(p)
 
 

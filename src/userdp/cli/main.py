@@ -7,9 +7,10 @@ import argparse
 import sys
 
 from .. import __version__
+from ..engines import engine_progress
 from ..errors import ParameterError, UserDPError
 from . import account, audit, completion, counts, dem, demo, distinct, heatmap, ledger, plan, vocabulary
-from .common import OutOfRange
+from .common import OutOfRange, working
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -76,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         args.argv = argv  # recorded in the ledger with a charged release
         _check_values(args)
         ledger.check(args)  # a missing or invalid --ledger fails before any data is read
-        return int(args.func(args) or 0)
+        # a spinner on a terminal's standard error while the command works; the engines' own progress output
+        # only with --verbose
+        with working(args), engine_progress(bool(getattr(args, "verbose", False))):
+            return int(args.func(args) or 0)
     except UserDPError as exc:  # the command line reports every refusal without a traceback
         print(f"userdp: error: {exc}", file=sys.stderr)
         return 2

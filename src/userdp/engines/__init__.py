@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Columns, Engine, UserSizes
+from .base import Columns, Engine, UserSizes, engine_progress
 from .chunked import ChunkedEngine, iter_user_chunks
 from .memory import MemoryEngine
 
-__all__ = ["AUTO_FILE_BYTES", "ChunkedEngine", "Columns", "Engine", "MemoryEngine", "UserSizes", "get_engine",
-           "iter_user_chunks", "requested_engine"]  # fmt: skip
+__all__ = ["AUTO_FILE_BYTES", "ChunkedEngine", "Columns", "Engine", "MemoryEngine", "UserSizes", "engine_progress",
+           "get_engine", "iter_user_chunks", "requested_engine"]  # fmt: skip
 
 ENGINES = ("auto", "memory", "duckdb", "chunked", "spark")
 

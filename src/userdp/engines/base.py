@@ -23,8 +23,10 @@ and a retried Spark task recomputes the same rows.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,6 +248,31 @@ _SIZE_BITS = 31  # a (bin, size) row is the key bin * 2^31 + size: sizes below 2
 # The compiled passes stop when the run list is full, and the driver grows it: arrays reassigned inside the
 # hot loop cost numba reference counting on every row (7x slower), and so did a helper taking the arrays,
 # called per row (10x: its body is written out in both passes).
+
+
+# --------------------------------------------------------------------------------------------
+# The engines' own progress output
+# --------------------------------------------------------------------------------------------
+
+_PROGRESS: ContextVar[bool] = ContextVar("userdp_engine_progress", default=False)
+
+
+@contextlib.contextmanager
+def engine_progress(show: bool = True) -> Iterator[None]:
+    """Inside this block, engines created without an explicit ``progress=`` show their own progress output
+    (DuckDB's progress bar on standard output, Spark's stage bars and warnings on standard error); outside it
+    they are silent, so that their output never mixes into a result (``userdp … --verbose`` opens it)."""
+    token = _PROGRESS.set(bool(show))
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
+def progress_default(progress: bool | None) -> bool:
+    """An engine's ``progress=`` argument, or the default of the enclosing :func:`engine_progress` block."""
+    return _PROGRESS.get() if progress is None else bool(progress)
+
 
 _RUN_FULL = (1 << 32) - 1
 

@@ -52,6 +52,7 @@ from .base import (
     edges_from_pairs,
     key_records_from_triples,
     merge_item_sums,
+    progress_default,
     sum_table,
     text_columns,
 )
@@ -140,8 +141,10 @@ class DuckDBEngine(Engine):
         threads: int | None = None,
         temp_directory: str | os.PathLike | None = None,
         batch_rows: int = BATCH_ROWS,
+        progress: bool | None = None,
     ):
         self.memory_limit = parse_memory_limit(memory_limit)
+        self.progress = progress_default(progress)  # DuckDB's progress bar (on standard output): off by default
         if threads is not None and (isinstance(threads, bool) or int(threads) != threads or threads < 1):
             raise ParameterError(f"threads must be a positive integer, got {threads!r}")
         if isinstance(batch_rows, bool) or int(batch_rows) != batch_rows or batch_rows < 1:
@@ -173,6 +176,7 @@ class DuckDBEngine(Engine):
                 self._con = duckdb.connect(":memory:", config=config)
             except duckdb.Error as exc:
                 raise ParameterError(f"DuckDB refused its settings ({type(exc).__name__})") from None
+            self._con.execute(f"SET enable_progress_bar = {'true' if self.progress else 'false'}")  # a session option
         return self._con
 
     def _name(self, what: str) -> str:

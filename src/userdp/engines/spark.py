@@ -43,6 +43,7 @@ from .base import (
     decode_keys,
     edges_from_pairs,
     key_records_from_triples,
+    progress_default,
     sum_by_size,
 )
 from .memory import _OUTSIDE, histogram_rows, load_table, per_user_mean, randomize_keyed, sample_keyed
@@ -82,17 +83,24 @@ class SparkEngine(Engine):
 
     name = "spark"
 
-    def __init__(self, spark: SparkSession | None = None, master: str = "local[2]"):
+    def __init__(self, spark: SparkSession | None = None, master: str = "local[2]", progress: bool | None = None):
+        """``spark``: the session to run on (a new ``local[2]`` one when ``None``). ``progress``: whether the
+        session this engine creates shows Spark's stage bars and warnings on standard error (off by default,
+        or as :func:`~userdp.engines.base.engine_progress` says); a session passed in is left as it is."""
         if spark is None:
             from pyspark.sql import SparkSession
 
+            show = progress_default(progress)
             spark = (
                 SparkSession.builder.master(master)
                 .appName("userdp")
                 .config("spark.ui.enabled", "false")
+                .config("spark.ui.showConsoleProgress", "true" if show else "false")
                 .config("spark.sql.shuffle.partitions", "8")
                 .getOrCreate()
             )
+            if not show:
+                spark.sparkContext.setLogLevel("ERROR")
         self.spark = spark
 
     # -- input ------------------------------------------------------------------------------
