@@ -184,3 +184,37 @@ def test_the_planning_section_predicts_every_release_within_2x_of_this_run(demo)
     assert "Planning: the error predicted before the release" in text
     assert "PrivEMDLinear: ||released average - true average|| is at most" in text
     assert " km with probability 0.9" in text
+
+
+def test_heatmap_figure_fills_its_grid(monkeypatch, tmp_path):
+    """The demo's map has no empty panel: its panels fill whole rows (issue 34: a 2 x 2 figure of three maps)."""
+    from userdp import datasets
+    from userdp.noise import RandomSource
+    from userdp.report import demo, maps
+
+    seen = {}
+
+    def capture(panels, path, box=None, title="", **kwargs):
+        seen["panels"], seen["ncols"] = list(panels), kwargs.get("ncols") or 3
+        return maps.Path(path)
+
+    monkeypatch.setattr(maps, "render_maps", capture)
+    demo._heatmap(datasets.foursquare_nyc(), RandomSource(5), tmp_path, [])
+    assert len(seen["panels"]) % seen["ncols"] == 0
+    assert all(bool((p.data == p.data).all()) for p in seen["panels"])  # no NaN panel
+
+
+def test_readme_counts_the_demo_releases(demo):
+    """README and the docs' front page name as many releases as the demo prints and as its budget composes
+    (issue 34: README said five, the report six)."""
+    from pathlib import Path
+
+    _, report, _ = demo
+    words = {"four": 4, "five": 5, "six": 6, "seven": 7}
+    root = Path(__file__).resolve().parents[2]
+    for page in (root / "README.md", root / "docs" / "index.md"):
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        m = re.search(r"runs the demo on the bundled real data: (\w+) releases .*?; (\w+) private releases", text)
+        assert m, page
+        shown = sum("accountant" not in r["name"] for r in report["releases"])
+        assert words[m.group(1)] == shown and words[m.group(2)] == len(report["budget"]["releases"])

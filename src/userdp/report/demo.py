@@ -202,12 +202,15 @@ def _heatmap(fs, src: RandomSource, out: Path, ledger: list) -> dict[str, Any]:
             MapPanel(truth, "non-private truth (demo only)", left_out=left_out_label("truth")),
             MapPanel(h_ours, f"DP heatmap (userdp's default), ε = {eps:g}", left_out=left_out_label("auto")),
             MapPanel(h_base, f"DP Laplace baseline, ε = {eps:g}", left_out=left_out_label("laplace")),
+            # the fourth panel of the 2 x 2 figure: where the default's released mass is off (signed scale)
+            MapPanel(h_ours - truth, "userdp's default minus the truth (demo only)", left_out=None),
         ],
         out / "heatmap.png",
         grid_box,
         title=f"Foursquare check-ins in Midtown Manhattan: ε = {eps:g} for adding or removing one user, "
         f"{rows} x {cols} cells, Gaussian filter σ = {sigma:g} cells. Each map has its own colour scale.",
         ncols=2,
+        units_signed="released minus true share per cell (%)",  # the fourth panel's scale
     )
     m_ours, m_base = all_metrics(truth, h_ours), all_metrics(truth, h_base)
     raw = {"auto": heatmap_emd(s, ours.value), "laplace": heatmap_emd(s, base.value)}  # unsmoothed, as planned
@@ -229,8 +232,9 @@ def _heatmap(fs, src: RandomSource, out: Path, ledger: list) -> dict[str, Any]:
         "emd_raw": raw,
         "shape": [rows, cols],
         "image": png.name,
-        "image_alt": "Three maps of Midtown Manhattan: the true check-in heatmap, userdp's default DP heatmap and "
-        "the DP Laplace baseline, each with its own colourbar; grey cells received no mass.",
+        "image_alt": "Four maps of Midtown Manhattan: the true check-in heatmap, userdp's default DP heatmap, "
+        "the DP Laplace baseline, and the default minus the truth on a diverging scale, each with its own "
+        "colourbar; grey cells received no mass.",
     }
 
 
@@ -421,8 +425,10 @@ def _total_sentence(budget: dict[str, Any]) -> str:
         return (
             f"The {len(rows)} private releases do not compose under {budget['relation']}, so no total is given: {why}"
         )
+    n_base = sum("baseline" in r["release"].lower() for r in rows)
     parts = [
-        f"Total privacy budget of the {len(rows)} private releases, composed under {budget['relation']}: "
+        f"Total privacy budget of the {len(rows)} private releases (the table's {len(rows) - n_base} and their "
+        f"{n_base} baselines), composed under {budget['relation']}: "
         f"{total['guarantee']} ({_short(total)})."
     ]
     if "tight" in total:
