@@ -338,3 +338,24 @@ def test_the_two_rs_have_distinct_names_in_the_printed_request(files, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "r_discrete = 0.05" in out and "r = 0.05" not in out.replace("r_discrete = 0.05", "")
+
+
+def test_printed_numbers_are_rounded(tmp_path, capsys):
+    """The text output shows released numbers to four significant digits, not 16 (issue 34); --json keeps
+    every digit."""
+    import re
+
+    from userdp.cli.main import main as cli_main
+
+    f = tmp_path / "pts.csv"
+    rows = [f"{u},{40.70 + 0.0137 * ((u * 7 + j) % 11)},{-74.0 + 0.0173 * ((u * 5 + j) % 13)}" for u in range(40)
+            for j in range(3)]  # fmt: skip
+    f.write_text("user,lat,lon\n" + "\n".join(rows) + "\n")
+    argv = ["linear", str(f), "--user", "user", "--items", "lat,lon", "--metric", "greatcircle", "--bbox",
+            "40.6,-74.1,40.9,-73.7", "--query", "distance", "--point", "40.758,-73.9855", "--alpha", "25",
+            "--seed", "3"]  # fmt: skip
+    assert cli_main(argv) == 0
+    text = capsys.readouterr().out
+    assert "estimate: [" in text and not re.search(r"\d\.\d{5,}", text), text
+    assert cli_main([*argv, "--json"]) == 0
+    assert re.search(r"\d\.\d{8,}", capsys.readouterr().out)

@@ -208,6 +208,24 @@ def print_json(out: dict) -> None:
     print(json.dumps(out, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
 
 
+#: Significant digits of a number printed in a table: released values carry noise far above the fourth digit
+#: (``--json`` keeps every digit).
+DIGITS = 4
+
+
+def shown(v: Any, digits: int = DIGITS) -> str:
+    """``v`` as a table prints it: a float (or each float of a list, tuple or array) to ``digits`` significant
+    digits (``7.942``, not ``7.942379367316338``); anything else as ``str`` gives it."""
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float) or (hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0 and v.dtype.kind == "f"):
+        return f"{float(v):.{digits}g}"
+    if isinstance(v, (list, tuple)) or (hasattr(v, "tolist") and getattr(v, "ndim", 0) >= 1):
+        items = v.tolist() if hasattr(v, "tolist") else v
+        return "[" + ", ".join(shown(x, digits) for x in items) + "]"
+    return str(v)
+
+
 def print_table(title: str, rows: dict) -> None:
     from rich.table import Table
 
@@ -215,7 +233,7 @@ def print_table(title: str, rows: dict) -> None:
     t.add_column("", style="bold")
     t.add_column("")
     for k, v in rows.items():
-        t.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(v))
+        t.add_row(k, shown(v))
     console().print(t)
 
 

@@ -30,6 +30,7 @@ from .common import (
     number,
     parse_bbox,
     print_json,
+    shown,
     source_of,
     warn_seed,
 )
@@ -194,10 +195,10 @@ def _emit(args: argparse.Namespace, rel, estimate, extra: dict, top: list[dict] 
     t = Table(show_header=False)
     for k, v in extra.items():
         if k not in ("requested", "delivered", "guarantee_warning", "released_histogram", "unbiased"):
-            t.add_row(k, str(v))
+            t.add_row(k, shown(v))
     con.print(t)
     if top is None:
-        con.print(f"estimate: {estimate}")
+        con.print(f"estimate: {shown(estimate)}" + (f" {extra['unit']}" if extra.get("unit") else ""))
         return 0
     if w is None:
         et = Table("item", "share (unbiased estimate)")
@@ -211,9 +212,9 @@ def _emit(args: argparse.Namespace, rel, estimate, extra: dict, top: list[dict] 
     for row in top:
         note = "" if row["distinguishable_from_zero"] else "could be 0: noise"
         # a share lies in [0, 1]; the unbiased estimate can leave it (noise), shown clipped like its interval
-        shown = min(max(row["unbiased"], 0.0), 1.0)
-        mark = "" if shown == row["unbiased"] else f" (unclipped {row['unbiased']:.3g})"
-        et.add_row(row["item"], f"{shown:.4f}{mark}", f"[{row['low']:.4f}, {row['high']:.4f}]", note)
+        share = min(max(row["unbiased"], 0.0), 1.0)
+        mark = "" if share == row["unbiased"] else f" (unclipped {row['unbiased']:.3g})"
+        et.add_row(row["item"], f"{share:.4f}{mark}", f"[{row['low']:.4f}, {row['high']:.4f}]", note)
     con.print(et)
     if w >= 0.5:
         con.print(
