@@ -364,7 +364,8 @@ TABLE: dict[str, dict[str, str]] = {
     "userdp distinct": {**_ADD_REMOVE_ROW, "out-of-box / unknown items": NA},
     # points outside the box are dropped user by user: a refusal would depend on the data (issue 33)
     "userdp heatmap": {**_ADD_REMOVE_ROW, "out-of-box / unknown items": OK},
-    "userdp linear": dict(_DATA_ROW),
+    # the local PrivEMDLinear drops points outside the box user by user: a refusal would depend on the data
+    "userdp linear": {**_DATA_ROW, "out-of-box / unknown items": OK},
     "userdp itemwise, userdp freq": dict(_DATA_ROW),
     "userdp account": {**_VALUES_ROW, "NaN": P, "inf": P, "params out of range": P},
 }

@@ -143,8 +143,9 @@ def test_linear_json(files, capsys):
         (["--metric", "euclidean", "--items", "lat,lon"], "needs --diameter"),
         (["--metric", "greatcircle", "--items", "lat", "--bbox", "40.5,-74.3,41,-73.65"], "two coordinate columns"),
         (
-            ["--metric", "greatcircle", "--items", "lat,lon", "--bbox", "40.7,-74.3,41,-73.65"],
-            "outside the declared box",
+            ["--metric", "greatcircle", "--items", "lat,lon", "--bbox", "40.7,-74.3,41,-73.65", "--drop-outside",
+             "--model", "central"],
+            "--drop-outside applies to --model local",
         ),
     ],
 )

@@ -12,6 +12,28 @@ _I = "tests/dem/test_itemwise_frequency.py::"
 _Z = "tests/dem/test_randomizers.py::"
 
 MUTANTS: list[Mutant] = [
+    # ---- points outside the public domain (issue 34): dropped user by user, never used unchecked --------------
+    Mutant(
+        "dem-linear-outside-points-kept",
+        "contribution-bound",
+        "releases/dem.py",
+        "            x = np.where(keep[:, None], x, np.nan)  # (inside points only: values of NaN are dropped)\n",
+        "",
+        ("tests/releases/test_linear_outside.py::test_outside_points_dropped_user_by_user",
+         "tests/releases/test_linear_outside.py::test_per_user_means_skip_outside_points"),
+        "PrivEMDLinear's local release uses points outside the public box unchecked: their distances exceed the "
+        "query's Lipschitz bound over the domain, so a user's noisy mean can move by more than the noise covers",
+    ),
+    Mutant(
+        "dem-linear-outside-refused-again",
+        "refusal",
+        "releases/dem.py",
+        "    drops = isinstance(query, PointQuery) and mdl is Model.LOCAL and req.samples is None\n",
+        "    drops = False\n",
+        ("tests/releases/test_linear_outside.py::test_outside_points_dropped_user_by_user",),
+        "a table holding one point outside the box is refused: whether the local PrivEMDLinear releases depends "
+        "on the data",
+    ),
     # ---- PrivEMDLinear (Algorithm 1, Lemma 4.2) and its baselines -------------------------------------------
     Mutant(
         "dem-linear-central-half-sensitivity",

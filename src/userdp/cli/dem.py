@@ -107,9 +107,15 @@ def cmd_linear(args: argparse.Namespace) -> int:
         query, ell, unit_scale = releases.distance_query(space, floats(args.point, space.dim, "point"))
     else:
         query, ell, unit_scale = releases.mean_query(space)
+    if args.drop_outside and (args.model == "central" or args.samples is not None):
+        raise ParameterError(
+            "--drop-outside applies to --model local without --samples: the bounded releases keep every user's "
+            "public number of points, so every point must lie inside the public domain"
+        )
     rel = releases.linear(source_of(args, "file"), query, ell, args.alpha, points=cols, **_request(args))
     est = (np.asarray(rel.value) * unit_scale).tolist()
-    extra = {"unit": getattr(space, "unit", ""), "noise_scale": rel.params["noise_scale"] * unit_scale}
+    extra = {"unit": getattr(space, "unit", ""), "noise_scale": rel.params["noise_scale"] * unit_scale,
+             **({"outside": rel.params["outside"]} if "outside" in rel.params else {})}  # fmt: skip
     return _emit(args, rel, est, extra)
 
 
@@ -296,6 +302,13 @@ def add_parser(sub) -> None:
         help="distance: mean distance to --point; mean: the mean point (euclidean)",
     )
     li.add_argument("--point", default=None, help="--query distance: the public point (lat,lon or x,y)")
+    li.add_argument(
+        "--drop-outside",
+        action="store_true",
+        help="say it explicitly: with --model local (no --samples) points outside the public box or ball are "
+        "always dropped, user by user (a refusal when one lies outside would depend on the data; how many is not "
+        "reported); the bounded releases (--model central, --samples) need every point inside and refuse it",
+    )
     li.set_defaults(func=cmd_linear)
 
     def clustered(p: argparse.ArgumentParser) -> None:

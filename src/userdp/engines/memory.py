@@ -153,6 +153,16 @@ def per_user_mean(ds: UserDataset, query: Callable[[np.ndarray], np.ndarray]) ->
     v = np.asarray(query(ds.items), dtype=np.float64)
     if v.shape[:1] != (ds.n_items,):
         raise DataError("the query must give one value (or one row) per item")
+    if getattr(query, "drops_outside", False):  # NaN marks an item outside the domain: dropped, user by user
+        keep = np.isfinite(v.reshape(ds.n_items, -1)).all(axis=1)
+        if not keep.all():
+            kept = kept_per_run(np.diff(ds.offsets), keep)
+            offsets = np.r_[0, np.cumsum(kept)].astype(np.int64)
+            out = np.full((ds.n_users, 1 if v.ndim == 1 else v.shape[1]), np.nan)
+            some = kept > 0  # a user with no item left gets NaN: the release leaves it out
+            if some.any():
+                out[some] = user_means(np.r_[offsets[:-1][some], offsets[-1]], v[keep])  # (empty runs out)
+            return out
     if not np.all(np.isfinite(v)):
         raise DataError("the query's values contain NaN or inf")
     return user_means(ds.offsets, v)

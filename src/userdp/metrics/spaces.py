@@ -88,6 +88,10 @@ class PointSpace(MetricSpace):
     def check_points(self, points: np.ndarray) -> np.ndarray:
         """Validate points (finite, inside the public domain) and return them as ``(N, dim)``."""
 
+    @abstractmethod
+    def inside(self, points: np.ndarray) -> np.ndarray:
+        """Boolean mask of the (finite) points inside the public domain, one per row of ``(N, dim)``."""
+
     def _as_points(self, points: np.ndarray) -> np.ndarray:
         p = np.asarray(points, dtype=np.float64)
         if p.ndim == 1 and p.size % self.dim == 0:
@@ -313,6 +317,10 @@ class LineMetric(PointSpace):
         self.unit = unit
         self.dim = 1
 
+    def inside(self, points) -> np.ndarray:
+        p = self._as_points(points)
+        return (p[:, 0] >= self.low) & (p[:, 0] <= self.high)
+
     def check_points(self, points) -> np.ndarray:
         p = self._as_points(points)
         if np.any((p < self.low) | (p > self.high)):
@@ -341,6 +349,10 @@ class EuclideanMetric(PointSpace):
         self.center = np.zeros(self.dim) if center is None else np.asarray(center, dtype=np.float64)
         if self.center.shape != (self.dim,):
             raise ParameterError("center must have shape (dim,)")
+
+    def inside(self, points) -> np.ndarray:
+        p = self._as_points(points)
+        return np.linalg.norm(p - self.center, axis=1) <= self.scale / 2 * (1 + 1e-12)
 
     def check_points(self, points) -> np.ndarray:
         p = self._as_points(points)
@@ -399,6 +411,9 @@ class GreatCircleMetric(PointSpace):
         )
         d = haversine_km(lat[:, None], lon[:, None], lat[None, :], lon[None, :])
         return float(d.max()) * (1 + 1e-6)
+
+    def inside(self, points) -> np.ndarray:
+        return self.box.contains(self._as_points(points))
 
     def check_points(self, points) -> np.ndarray:
         p = self._as_points(points)

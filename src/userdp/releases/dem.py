@@ -60,16 +60,34 @@ def mean_query(space: Any) -> tuple[Callable[[np.ndarray], np.ndarray], float, f
     return PointQuery(space, "mean"), float(space.scale), 1.0
 
 
+#: What the local PrivEMDLinear release does with points outside the space's public domain.
+OUTSIDE_POINTS = (
+    "points outside the public domain are dropped, user by user (a user with none inside sends no report); "
+    "how many were dropped is not reported"
+)
+
+
 class PointQuery:
     """A picklable query on points of a metric ``space`` (it runs on Spark executors too): ``"distance"`` to a
     public point ``c`` over the space's scale, or ``"mean"`` (the point itself). Points are checked against
-    the space's public domain first (:meth:`~userdp.metrics.MetricSpace.check_points`)."""
+    the space's public domain first (:meth:`~userdp.metrics.MetricSpace.check_points`); with
+    ``drops_outside`` a point outside it gets the value NaN instead, which the per-user mean skips
+    (:func:`userdp.engines.memory.per_user_mean`): the point is dropped, user by user."""
 
-    def __init__(self, space: Any, kind: str, c: np.ndarray | None = None):
-        self.space, self.kind, self.c = space, kind, c
+    def __init__(self, space: Any, kind: str, c: np.ndarray | None = None, drops_outside: bool = False):
+        self.space, self.kind, self.c, self.drops_outside = space, kind, c, bool(drops_outside)
+
+    def dropping_outside(self) -> PointQuery:
+        """This query, with points outside the space's domain dropped instead of refused."""
+        return PointQuery(self.space, self.kind, self.c, drops_outside=True)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        x = self.space.check_points(x)
+        if self.drops_outside:
+            x = self.space._as_points(x)
+            keep = self.space.inside(x)
+            x = np.where(keep[:, None], x, np.nan)  # (inside points only: values of NaN are dropped)
+        else:
+            x = self.space.check_points(x)
         if self.kind == "mean":
             return x
         if isinstance(self.space, GreatCircleMetric):
@@ -174,6 +192,12 @@ def linear(
             "samples (BoundedEMDReduction) wraps a bounded release: use it with model='central' (--model central); "
             "the local PrivEMDLinear release already holds for users holding any numbers of items"
         )
+    # local model, no sampling: points outside the space's public domain are dropped, user by user (a refusal
+    # when one lies outside would depend on the data); the bounded releases keep every user's public number of
+    # points, so there a point outside is refused (--model local drops it)
+    drops = isinstance(query, PointQuery) and mdl is Model.LOCAL and req.samples is None
+    if drops:
+        query = query.dropping_outside()
     eng = get_engine(engine, source)
     data = eng.load(source, Columns(user, item, points), domain)
     src = resolve_rng(rng)
@@ -182,10 +206,13 @@ def linear(
     if mdl is Model.CENTRAL or req.samples is not None:
         eng.user_sizes(data).equal()
     per_user = eng.per_user_mean(data, query)
+    if drops:  # a user with no point inside sends no report
+        per_user = per_user[np.isfinite(np.asarray(per_user).reshape(len(per_user), -1)).all(axis=1)]
     rel = linear_release(per_user, lipschitz, req.inner_alpha, mdl, norm, req.inner_delta or None, src)
     g, fields = deliver(req, rel.guarantee, allow_weaker)
     params = {**rel.params, "engine": requested_engine(engine),
-              **({"outside": OUTSIDE_DOMAIN} if item is not None else {})}  # fmt: skip
+              **({"outside": OUTSIDE_DOMAIN} if item is not None else {}),
+              **({"outside": OUTSIDE_POINTS} if drops else {})}  # fmt: skip
     return Release(rel.value, g, rel.mechanism, params, rel.error, {**rel.extras, **fields})
 
 
