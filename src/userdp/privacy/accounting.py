@@ -50,6 +50,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from .guarantees import DiscreteEMDDP, EMDMetricDP, Model
+from .params import check_delta
 
 __all__ = [
     "REQUEST_RTOL",
@@ -90,17 +91,11 @@ realized delta may never exceed the requested delta."""
 
 
 def _check_delta(delta: float, name: str = "delta") -> float:
-    d = float(delta)
-    if not 0 < d < 1:
-        raise ParameterError(f"{name} must lie in (0, 1), got {delta!r}")
-    return d
+    return check_delta(delta, name, allow_zero=False)
 
 
-def _check_delta_target(delta_prime: float, name: str = "delta'") -> float:
-    d = float(delta_prime)
-    if not 0 <= d < 1:
-        raise ParameterError(f"{name} (the target delta of the guarantee) must lie in [0, 1), got {delta_prime!r}")
-    return d
+def _check_delta_target(delta_prime: float, name: str = "delta' (the target delta of the guarantee)") -> float:
+    return check_delta(delta_prime, name)
 
 
 def _delta_prime(delta: float, h1: float) -> float:

@@ -163,7 +163,7 @@ def linear(
         ``value``: the estimate of ``q_f``; ``extras``: ``requested``, ``delivered``, the inner target, and
         ``per_user`` (local model).
     """
-    req = plan_request(alpha, delta, samples, r)
+    req = plan_request(alpha, delta, samples, r, warn=True)
     _check_linear(lipschitz, req.inner_alpha, norm, req.inner_delta or None)
     if item is not None and not (isinstance(domain, FiniteDomain) and domain.public):
         # codes read off the data would make one user's f-values depend on the other users' items
@@ -213,7 +213,7 @@ def _randomized_counts(
     (``params["outside"]``): d_EM-DP's guarantee is stated for persons holding items of the domain (an item
     outside it is at no finite distance from any other), and its equal-sizes check then reads the sizes that
     its neighbouring datasets share; a refusal of the value itself would depend on one person's data."""
-    req = plan_request(alpha, delta, samples, r)
+    req = plan_request(alpha, delta, samples, r, warn=True)
     mdl = _model(model)
     if not isinstance(domain, FiniteDomain) or not domain.public:
         raise DataError("this release needs the public item domain (FiniteDomain(labels))")
