@@ -52,9 +52,9 @@ def DELTA(text: str) -> float:
     if problem is not None:
         hint = " (leave --delta out for a pure guarantee, where the command offers one)" if v == 0 else ""
         raise OutOfRange(problem + hint)
-    text = delta_warning(v)
-    if text is not None:
-        warn(text)
+    note = delta_warning(v)
+    if note is not None:
+        warn(note)
     return AcknowledgedDelta(v)
 
 
@@ -66,6 +66,8 @@ def warn(text: str) -> None:
     import sys
 
     print(f"userdp: warning: {text}", file=sys.stderr)
+
+
 SEED = number(int, 0, 2**63 - 1)
 PROBABILITY = number(float, 0.0, 1.0, low_open=True)  # a failure probability beta
 

@@ -77,6 +77,7 @@ __all__ = [
     "reduction_guarantee",
     "reduction_guarantee_of",
     "min_samples",
+    "REDUCTION_NEEDS_BOUNDED",
 ]
 
 
@@ -84,6 +85,12 @@ REQUEST_RTOL = 1e-9
 """Relative tolerance when a release compares a realized alpha (or epsilon) with the requested one: above
 ``requested * (1 + REQUEST_RTOL)`` the release is refused (or, on explicit opt-in, reported as weaker). A
 realized delta may never exceed the requested delta."""
+
+REDUCTION_NEEDS_BOUNDED = (
+    "BoundedEMDReduction (--samples S; samples=S) wraps a release with a bounded d_EM-DP guarantee, and this one's "
+    "is not bounded: use --model central (model='central') with --samples, or leave out --samples"
+)
+"""The refusal of a reduction around an inner release that is not bounded d_EM-DP (its flags and keywords)."""
 
 # --------------------------------------------------------------------------------------------
 # Validation helpers
@@ -114,10 +121,12 @@ def _shuffled(m: int, n: int | None, model: Model | str | None) -> tuple[int, Mo
     mdl = Model(model) if model is not None else (Model.LOCAL if n is None else Model.CENTRAL)
     if mdl is Model.CENTRAL:
         if n is None:
-            raise ParameterError("the central model needs n, the number of users")
+            raise ParameterError("the central model needs n, the number of users: --n N (n=N)")
         return m * _check_m(n, "n"), mdl
     if n is not None and n != 1:
-        raise ParameterError("the local model shuffles one user's m items; do not pass n (or use model='central')")
+        raise ParameterError(
+            "the local model shuffles one user's m items: leave out --n (n), or use --model central (model='central')"
+        )
     return m, mdl
 
 
@@ -137,7 +146,8 @@ def _require_valid(alpha0: float, M: int, delta: float) -> None:
     if not a0 < lim:
         raise ParameterError(
             f"Theorem 4.3 needs alpha_0 < ln(M / (16 ln(4M/delta))) = {lim:.4g} for M = {M} shuffled items and "
-            f"delta = {delta:.3g}; got alpha_0 = {a0:.4g}. Use more items, a larger delta, or plain composition."
+            f"delta = {delta:.3g}; got alpha_0 = {a0:.4g}. Use more items (--m, --n), a larger delta (--delta), a "
+            "smaller alpha_0 (--alpha0), or plain composition (always valid)."
         )
 
 
@@ -559,10 +569,12 @@ def calibrate(
     else:
         key = {"eq6": "eq. (6)", "eq7": "eq. (7)", "theorem": "theorem 4.4"}.get(route, route)
         if key not in routes:
-            raise ParameterError(f"unknown route {route!r}; choose from {list(routes)} or 'best'")
+            raise ParameterError(f"unknown route {route!r}; --route (route=) must be one of: best, {', '.join(routes)}")
         best = routes[key]
         if not best.valid:
-            raise ParameterError(f"route {key!r} is not valid here: {best.reason}")
+            raise ParameterError(
+                f"route {key!r} is not valid here: {best.reason}; --route best (route='best') picks the best valid one"
+            )
     return Calibration(a, dp, m, nn, mdl, best, routes)
 
 
@@ -617,7 +629,7 @@ def reduction_guarantee_of(inner: EMDMetricDP, r: float, s: int, delta: float) -
     ``c >= 1``, ``A`` always holds: ``(alpha, delta_in, r)``.
     """
     if not isinstance(inner, EMDMetricDP) or not inner.bounded:
-        raise ParameterError("BoundedEMDReduction needs an inner mechanism with a bounded d_EM-DP guarantee")
+        raise ParameterError(REDUCTION_NEEDS_BOUNDED)
     c = reduction_distance(r, s, delta)
     eps = inner.alpha * min(c, 1.0)
     total = inner.delta + (delta if c < 1 else 0.0)
@@ -628,7 +640,13 @@ def reduction_guarantee_of(inner: EMDMetricDP, r: float, s: int, delta: float) -
 
 def reduction_guarantee(epsilon: float, r: float, delta: float, model: Model | str = Model.LOCAL) -> DiscreteEMDDP:
     """The ``(epsilon, 2 delta, r)``-discrete d_EM-DP guarantee Theorem 5.3 gives."""
-    return DiscreteEMDDP(epsilon, 2 * _check_delta(delta), r, Model(model))
+    d = _check_delta(delta)
+    if not 2 * d < 1:
+        raise ParameterError(
+            f"Theorem 5.3's guarantee has delta 2 delta = {2 * d:.3g}, not below 1: it promises nothing; use a "
+            "smaller delta (--delta)"
+        )
+    return DiscreteEMDDP(epsilon, 2 * d, r, Model(model))
 
 
 def min_samples(r: float, delta: float) -> int:

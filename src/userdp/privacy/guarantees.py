@@ -249,8 +249,8 @@ class EMDMetricDP(Guarantee):
         object.__setattr__(self, "model", Model(self.model))
         if self.model is Model.CENTRAL and not self.bounded:
             raise ParameterError(
-                "unbounded central d_EM-DP is not defined (Imola et al., section 3); use BoundedEMDReduction, "
-                "which gives discrete central d_EM-DP"
+                "unbounded central d_EM-DP is not defined (Imola et al., section 3); use BoundedEMDReduction "
+                "(--samples S; samples=S), which gives discrete central d_EM-DP"
             )
 
     def at_distance(self, d: float) -> tuple[float, float]:

@@ -171,8 +171,9 @@ def linear(
     mdl = _model(model)
     if req.samples is not None and mdl is Model.LOCAL:  # (refused before the data is read, not after the noise)
         raise ParameterError(
-            "samples (BoundedEMDReduction) wraps a bounded release: use it with model='central' (--model central); "
-            "the local PrivEMDLinear release already holds for users holding any numbers of items"
+            "--samples S (samples=S, BoundedEMDReduction) wraps a bounded release: use --model central "
+            "(model='central') with it, or leave it out: the local PrivEMDLinear release already holds for users "
+            "holding any numbers of items"
         )
     eng = get_engine(engine, source)
     data = eng.load(source, Columns(user, item, points), domain)

@@ -24,7 +24,13 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ParameterError
-from ..privacy.accounting import REQUEST_RTOL, reduction_alpha, reduction_distance, reduction_guarantee_of
+from ..privacy.accounting import (
+    REDUCTION_NEEDS_BOUNDED,
+    REQUEST_RTOL,
+    reduction_alpha,
+    reduction_distance,
+    reduction_guarantee_of,
+)
 from ..privacy.budget import guarantee_to_dict
 from ..privacy.guarantees import EMDMetricDP, Guarantee
 from ..privacy.params import check_delta, warn_large_delta
@@ -115,7 +121,7 @@ def deliver(req: Request, inner: Guarantee, allow_weaker: bool = False) -> tuple
         g, realized, asked = inner, inner.alpha, req.alpha
     else:
         if not isinstance(inner, EMDMetricDP):
-            raise ParameterError("BoundedEMDReduction needs an inner release with a bounded d_EM-DP guarantee")
+            raise ParameterError(REDUCTION_NEEDS_BOUNDED)
         g = reduction_guarantee_of(inner, req.r, req.samples, req.projection_delta)
         realized, asked = g.epsilon, req.epsilon
     name = "alpha" if req.samples is None else "epsilon (alpha r)"

@@ -280,8 +280,9 @@ def plan_key_counts(
     needs_delta = noise == "gaussian" or not public_keys
     if needs_delta and dlt <= 0:
         raise ParameterError(
-            "this release needs delta > 0 (Gaussian noise, or keys selected from the data: a key only one "
-            "person holds must be released with probability at most delta)"
+            "this release needs delta > 0 (--delta, e.g. 1e-6): with Gaussian noise (--noise gaussian), or with "
+            "keys selected from the data (no --keys; keys=None), where a key only one person holds must be "
+            "released with probability at most delta"
         )
     auto = isinstance(bounds, str)
     if auto and bounds != "auto":

@@ -236,7 +236,8 @@ def calibrate_union(
         raise ParameterError(
             "the policy histogram runs with Laplace noise only: policy Gaussian's l2 descent has no exact "
             "lattice form (its rounding breaks the contraction its guarantee rests on), and the l1 policy with "
-            "Gaussian noise releases fewer items than the weighted Gaussian; use noise='gaussian' without policy"
+            "Gaussian noise releases fewer items than the weighted Gaussian; use --noise laplace with --policy "
+            "(noise='laplace', policy=True), or --noise gaussian without it"
         )
     if noise == "laplace":
         scale = math.ceil(unit / eps)  # l1 sensitivity unit: epsilon-DP exactly (unit / t <= epsilon)
