@@ -256,7 +256,10 @@ def _proper_delta(delta_prime: float) -> float:
     """A bound with ``delta' >= 1`` protects nothing: refuse to turn it into a guarantee (capping it just
     below 1 would claim more than was proven)."""
     if not delta_prime < 1:
-        raise ParameterError("this amplification bound is vacuous (delta' >= 1); use composition or a smaller alpha_0")
+        raise ParameterError(
+            "this amplification bound is vacuous (its delta' = delta e^h reaches 1): use a smaller delta (--delta) "
+            "or alpha_0 (--alpha0), or plain composition (m alpha_0, always valid)"
+        )
     return float(delta_prime)
 
 
