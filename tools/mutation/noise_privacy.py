@@ -12,6 +12,7 @@ _KEYED = "tests/test_keyed_streams.py"
 _ACCOUNTING = "tests/privacy/test_accounting.py"
 _GUARANTEES = "tests/privacy/test_guarantees.py"
 _COMPOSITION = "tests/privacy/test_composition.py"
+_PARAMS = "tests/privacy/test_params.py"
 
 MUTANTS: list[Mutant] = [
     # ------------------------------------------------------------------ lattice Laplace calibration
@@ -555,5 +556,33 @@ MUTANTS: list[Mutant] = [
         "    (_LOCAL, _LOCAL_SAME): 1,\n    (_LOCAL_SAME, _LOCAL): 1,\n",
         (f"{_GUARANTEES}::test_a_bounded_guarantee_keeps_its_same_size_qualifier_through_every_conversion",),
         "a local guarantee for inputs of the same size is charged to a budget for any two inputs",
+    ),
+    # ------------------------------------------------------------------ the one delta validator (issue 34)
+    Mutant(
+        "delta-one-accepted",
+        "refusal",
+        "privacy/params.py",
+        "if math.isnan(d) or d < 0 or d >= 1:",
+        "if math.isnan(d) or d < 0 or d > 1:",
+        (
+            f"{_PARAMS}::test_check_delta_refuses_what_promises_nothing",
+            f"{_PARAMS}::test_the_accountant_and_the_guarantees_refuse_delta_1_with_the_same_message",
+            "tests/cli/test_delta.py::test_a_delta_that_promises_nothing_is_refused_and_charges_nothing",
+        ),
+        "a release, a guarantee or the ledger accepts delta = 1, a guarantee that promises nothing (every "
+        "mechanism is (0, 1)-DP), and reports and charges it as if it protected someone",
+    ),
+    Mutant(
+        "delta-warning-ceiling-raised",
+        "refusal",
+        "privacy/params.py",
+        "if not d > DELTA_CEILING:",
+        "if not d > 10 * DELTA_CEILING:",
+        (
+            f"{_PARAMS}::test_the_warning_fires_above_the_public_ceiling_only_and_names_the_caller",
+            f"{_PARAMS}::test_every_release_warns_on_a_large_delta_before_reading_whatever_the_data",
+        ),
+        "a delta between 1e-3 and 1e-2 (above 1/n on any data set of 1,000 persons or more) is released "
+        "without the documented warning",
     ),
 ]

@@ -39,7 +39,37 @@ def number(kind: type, low: float, high: float, low_open: bool = False) -> Calla
 
 
 EPSILON = number(float, 1e-6, 1e4)  # epsilon, alpha and alpha_0 of a release
-DELTA = number(float, 1e-300, 1.0)  # delta of a request (0 means pure: leave the option out)
+DELTA_FLOOR = 1e-300  # below it ln(1/delta) is no longer finite; 0 (pure) is leaving --delta out
+
+
+def DELTA(text: str) -> float:
+    """The argparse ``type`` of ``--delta``: :func:`userdp.privacy.check_delta`'s rule (refused outside
+    ``(0, 1)``, with the library's message; ``0``, a pure guarantee, is leaving the option out), checked
+    before anything runs. Above :data:`userdp.privacy.DELTA_CEILING` it prints ``userdp: warning: ...`` on
+    standard error, once; the release then does not warn again (:class:`~userdp.privacy.AcknowledgedDelta`)."""
+    from ..privacy.params import AcknowledgedDelta, delta_problem, delta_warning
+
+    v = float(text)  # a ValueError: argparse's "invalid float value"
+    problem = delta_problem(v, allow_zero=False, floor=DELTA_FLOOR)
+    if problem is not None:
+        hint = " (leave --delta out for a pure guarantee, where the command offers one)" if v == 0 else ""
+        raise OutOfRange(problem + hint)
+    note = delta_warning(v)
+    if note is not None:
+        warn(note)
+    return AcknowledgedDelta(v)
+
+
+DELTA.__name__ = "float"  # argparse names the type in its messages
+
+
+def warn(text: str) -> None:
+    """A warning on standard error, as ``userdp: warning: TEXT`` (it changes nothing that is released)."""
+    import sys
+
+    print(f"userdp: warning: {text}", file=sys.stderr)
+
+
 SEED = number(int, 0, 2**63 - 1)
 PROBABILITY = number(float, 0.0, 1.0, low_open=True)  # a failure probability beta
 

@@ -105,7 +105,8 @@ def add_parser(sub) -> None:
         "--delta",
         type=DELTA,
         default=None,
-        help="needed when the keys come from the data (no --keys) or with --noise gaussian",
+        help="needed when the keys come from the data (no --keys) or with --noise gaussian (e.g. 1e-6; less than 1; "
+        "above 1e-3 it warns)",
     )
     co.add_argument(
         "--keys", default=None, help="a text file of the PUBLIC keys to count, one per line (else: selected privately)"

@@ -246,7 +246,8 @@ def add_parser(sub) -> None:
             "--delta",
             type=DELTA,
             default=None,
-            help="the requested delta (default 0: a pure guarantee); required with --samples",
+            help="the requested delta (default 0: a pure guarantee); required with --samples; less than 1, above 1e-3 "
+            "it warns",
         )
         p.add_argument(
             "--model",

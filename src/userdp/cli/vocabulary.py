@@ -100,7 +100,10 @@ def add_parser(sub) -> None:
     vo.add_argument("--tokenize", action="store_true", help="split the item column into lower-cased words")
     vo.add_argument("--epsilon", type=EPSILON, required=True, help="the privacy parameter (add or remove one person)")
     vo.add_argument(
-        "--delta", type=DELTA, required=True, help="probability bound for an item only one person holds (e.g. 1e-6)"
+        "--delta",
+        type=DELTA,
+        required=True,
+        help="probability bound for an item only one person holds (e.g. 1e-6; less than 1; above 1e-3 it warns)",
     )
     vo.add_argument(
         "--max-items", type=number(int, 1, 10_000), default=100, help="the most items one person contributes"

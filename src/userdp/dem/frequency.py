@@ -20,6 +20,7 @@ from ..metrics.spaces import ClusteredMetric, FiniteSpace
 from ..noise import RngLike, add_laplace, calibrate_laplace, resolve_rng
 from ..privacy.accounting import REQUEST_RTOL, calibrate
 from ..privacy.guarantees import ApproxDP, Model, Neighbours, PureDP
+from ..privacy.params import check_delta
 from ..privacy.result import ErrorStatement, Release
 from .itemwise import priv_emd_itemwise
 from .randomizers import GKRR, ExponentialRandomizer, check_exponential_metric
@@ -301,6 +302,7 @@ def rr_composition_delta(epsilon0: float, m: int, epsilon: float) -> float:
 def composition_epsilon0(epsilon: float, delta: float, m: int) -> float:
     """Largest per-item ``epsilon0`` whose optimal ``m``-fold composition is ``(epsilon, delta)``-DP (at least
     ``epsilon / m``, the basic composition value)."""
+    delta = check_delta(delta)
     lo, hi = epsilon / m, epsilon
     if rr_composition_delta(hi, m, epsilon) <= delta:
         return hi

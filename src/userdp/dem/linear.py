@@ -36,6 +36,7 @@ from ..noise import (
     knorm_release,
 )
 from ..privacy.guarantees import EMDMetricDP, Model, Neighbours, PureDP
+from ..privacy.params import check_delta
 from ..privacy.result import ErrorStatement, Release
 
 __all__ = [
@@ -171,8 +172,10 @@ def _check_linear(lipschitz: float, alpha: float, norm: str, delta: float | None
         )
     if norm not in _RELEASE_NORMS:
         raise ParameterError(f"norm must be 'l1' or 'l2', got {norm!r}")
-    if delta is not None and norm != "l2":
-        raise ParameterError("the Gaussian variant uses the l2 norm")
+    if delta is not None:
+        check_delta(delta, allow_zero=False)  # (delta None, not 0, asks for the pure release)
+        if norm != "l2":
+            raise ParameterError("the Gaussian variant uses the l2 norm")
 
 
 def linear_release(

@@ -17,8 +17,13 @@ from .guarantees import (
     guarantee_kind,
     metric_from_dp,
 )
+from .params import DELTA_CEILING, AcknowledgedDelta, LargeDeltaWarning, check_delta, warn_large_delta
 
 __all__ = [
+    "DELTA_CEILING",
+    "AcknowledgedDelta",
+    "LargeDeltaWarning",
+    "check_delta",
     "ApproxDP",
     "DiscreteEMDDP",
     "EMDMetricDP",
@@ -38,4 +43,5 @@ __all__ = [
     "guarantee_to_dict",
     "ledger_lock",
     "metric_from_dp",
+    "warn_large_delta",
 ]

@@ -50,6 +50,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from .guarantees import DiscreteEMDDP, EMDMetricDP, Model
+from .params import check_delta
 
 __all__ = [
     "REQUEST_RTOL",
@@ -76,6 +77,7 @@ __all__ = [
     "reduction_guarantee",
     "reduction_guarantee_of",
     "min_samples",
+    "REDUCTION_NEEDS_BOUNDED",
 ]
 
 
@@ -84,23 +86,23 @@ REQUEST_RTOL = 1e-9
 ``requested * (1 + REQUEST_RTOL)`` the release is refused (or, on explicit opt-in, reported as weaker). A
 realized delta may never exceed the requested delta."""
 
+REDUCTION_NEEDS_BOUNDED = (
+    "BoundedEMDReduction (--samples S; samples=S) wraps a release with a bounded d_EM-DP guarantee, and this one's "
+    "is not bounded: use --model central (model='central') with --samples, or leave out --samples"
+)
+"""The refusal of a reduction around an inner release that is not bounded d_EM-DP (its flags and keywords)."""
+
 # --------------------------------------------------------------------------------------------
 # Validation helpers
 # --------------------------------------------------------------------------------------------
 
 
 def _check_delta(delta: float, name: str = "delta") -> float:
-    d = float(delta)
-    if not 0 < d < 1:
-        raise ParameterError(f"{name} must lie in (0, 1), got {delta!r}")
-    return d
+    return check_delta(delta, name, allow_zero=False)
 
 
-def _check_delta_target(delta_prime: float, name: str = "delta'") -> float:
-    d = float(delta_prime)
-    if not 0 <= d < 1:
-        raise ParameterError(f"{name} (the target delta of the guarantee) must lie in [0, 1), got {delta_prime!r}")
-    return d
+def _check_delta_target(delta_prime: float, name: str = "delta' (the target delta of the guarantee)") -> float:
+    return check_delta(delta_prime, name)
 
 
 def _delta_prime(delta: float, h1: float) -> float:
@@ -119,10 +121,12 @@ def _shuffled(m: int, n: int | None, model: Model | str | None) -> tuple[int, Mo
     mdl = Model(model) if model is not None else (Model.LOCAL if n is None else Model.CENTRAL)
     if mdl is Model.CENTRAL:
         if n is None:
-            raise ParameterError("the central model needs n, the number of users")
+            raise ParameterError("the central model needs n, the number of users: --n N (n=N)")
         return m * _check_m(n, "n"), mdl
     if n is not None and n != 1:
-        raise ParameterError("the local model shuffles one user's m items; do not pass n (or use model='central')")
+        raise ParameterError(
+            "the local model shuffles one user's m items: leave out --n (n), or use --model central (model='central')"
+        )
     return m, mdl
 
 
@@ -142,7 +146,8 @@ def _require_valid(alpha0: float, M: int, delta: float) -> None:
     if not a0 < lim:
         raise ParameterError(
             f"Theorem 4.3 needs alpha_0 < ln(M / (16 ln(4M/delta))) = {lim:.4g} for M = {M} shuffled items and "
-            f"delta = {delta:.3g}; got alpha_0 = {a0:.4g}. Use more items, a larger delta, or plain composition."
+            f"delta = {delta:.3g}; got alpha_0 = {a0:.4g}. Use more items (--m, --n), a larger delta (--delta), a "
+            "smaller alpha_0 (--alpha0), or plain composition (always valid)."
         )
 
 
@@ -251,7 +256,10 @@ def _proper_delta(delta_prime: float) -> float:
     """A bound with ``delta' >= 1`` protects nothing: refuse to turn it into a guarantee (capping it just
     below 1 would claim more than was proven)."""
     if not delta_prime < 1:
-        raise ParameterError("this amplification bound is vacuous (delta' >= 1); use composition or a smaller alpha_0")
+        raise ParameterError(
+            "this amplification bound is vacuous (its delta' = delta e^h reaches 1): use a smaller delta (--delta) "
+            "or alpha_0 (--alpha0), or plain composition (m alpha_0, always valid)"
+        )
     return float(delta_prime)
 
 
@@ -564,10 +572,12 @@ def calibrate(
     else:
         key = {"eq6": "eq. (6)", "eq7": "eq. (7)", "theorem": "theorem 4.4"}.get(route, route)
         if key not in routes:
-            raise ParameterError(f"unknown route {route!r}; choose from {list(routes)} or 'best'")
+            raise ParameterError(f"unknown route {route!r}; --route (route=) must be one of: best, {', '.join(routes)}")
         best = routes[key]
         if not best.valid:
-            raise ParameterError(f"route {key!r} is not valid here: {best.reason}")
+            raise ParameterError(
+                f"route {key!r} is not valid here: {best.reason}; --route best (route='best') picks the best valid one"
+            )
     return Calibration(a, dp, m, nn, mdl, best, routes)
 
 
@@ -622,7 +632,7 @@ def reduction_guarantee_of(inner: EMDMetricDP, r: float, s: int, delta: float) -
     ``c >= 1``, ``A`` always holds: ``(alpha, delta_in, r)``.
     """
     if not isinstance(inner, EMDMetricDP) or not inner.bounded:
-        raise ParameterError("BoundedEMDReduction needs an inner mechanism with a bounded d_EM-DP guarantee")
+        raise ParameterError(REDUCTION_NEEDS_BOUNDED)
     c = reduction_distance(r, s, delta)
     eps = inner.alpha * min(c, 1.0)
     total = inner.delta + (delta if c < 1 else 0.0)
@@ -633,7 +643,13 @@ def reduction_guarantee_of(inner: EMDMetricDP, r: float, s: int, delta: float) -
 
 def reduction_guarantee(epsilon: float, r: float, delta: float, model: Model | str = Model.LOCAL) -> DiscreteEMDDP:
     """The ``(epsilon, 2 delta, r)``-discrete d_EM-DP guarantee Theorem 5.3 gives."""
-    return DiscreteEMDDP(epsilon, 2 * _check_delta(delta), r, Model(model))
+    d = _check_delta(delta)
+    if not 2 * d < 1:
+        raise ParameterError(
+            f"Theorem 5.3's guarantee has delta 2 delta = {2 * d:.3g}, not below 1: it promises nothing; use a "
+            "smaller delta (--delta)"
+        )
+    return DiscreteEMDDP(epsilon, 2 * d, r, Model(model))
 
 
 def min_samples(r: float, delta: float) -> int:

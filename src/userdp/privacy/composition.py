@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 from ..errors import ParameterError
+from .params import check_delta
 
 __all__ = [
     "DPLoss",
@@ -76,8 +77,9 @@ class DPLoss(PrivacyLoss):
     delta: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.epsilon) and self.epsilon >= 0) or not 0 <= self.delta < 1:
-            raise ParameterError(f"a DP loss needs epsilon >= 0 and delta in [0, 1), got {self}")
+        if not (math.isfinite(self.epsilon) and self.epsilon >= 0):
+            raise ParameterError(f"a DP loss needs epsilon >= 0, got {self}")
+        check_delta(self.delta, f"the delta of {self}")
 
     def epsilon_delta(self) -> tuple[float, float]:
         return float(self.epsilon), float(self.delta)
@@ -239,8 +241,7 @@ def tight_epsilon(losses: Iterable[PrivacyLoss], delta: float) -> float:
     of ``losses`` is ``(epsilon, delta)``-DP; ``inf`` when ``delta`` is below what the parts' own deltas
     allow. Never more than basic composition's epsilon when ``delta`` is at least the deltas' sum."""
     losses = list(losses)
-    if not 0 <= delta < 1:
-        raise ParameterError(f"delta must lie in [0, 1), got {delta!r}")
+    delta = check_delta(delta)
     if not losses:
         return 0.0
     total = _pld(losses[0])

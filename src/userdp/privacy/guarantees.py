@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ..errors import BudgetExceededError, ParameterError
+from .params import check_delta
 
 __all__ = [
     "Neighbours",
@@ -74,10 +75,7 @@ def _pos(x: float, name: str) -> float:
 
 
 def _delta(x: float) -> float:
-    x = float(x)
-    if not 0 <= x < 1:
-        raise ParameterError(f"delta must lie in [0, 1), got {x!r}")
-    return x
+    return check_delta(x)
 
 
 class Guarantee:
@@ -251,8 +249,8 @@ class EMDMetricDP(Guarantee):
         object.__setattr__(self, "model", Model(self.model))
         if self.model is Model.CENTRAL and not self.bounded:
             raise ParameterError(
-                "unbounded central d_EM-DP is not defined (Imola et al., section 3); use BoundedEMDReduction, "
-                "which gives discrete central d_EM-DP"
+                "unbounded central d_EM-DP is not defined (Imola et al., section 3); use BoundedEMDReduction "
+                "(--samples S; samples=S), which gives discrete central d_EM-DP"
             )
 
     def at_distance(self, d: float) -> tuple[float, float]:

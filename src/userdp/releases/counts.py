@@ -21,6 +21,7 @@ import numpy as np
 from ..engines import Columns, Engine, get_engine
 from ..errors import ParameterError
 from ..noise import RngLike, resolve_rng
+from ..privacy.params import warn_large_delta
 from ..privacy.result import Release
 from ..vocabulary import BOUND_GRID, key_counts_from_sums, plan_key_counts
 
@@ -73,6 +74,7 @@ def key_counts(
     plan = plan_key_counts(epsilon, delta, bounds=bounds, noise=noise, public_keys=public is not None,
                            select_fraction=select_fraction, key_fraction=key_fraction, max_keys=max_keys,
                            l0s=l0s, linfs=linfs)  # fmt: skip
+    warn_large_delta(delta)  # checked by plan_key_counts
     eng = get_engine(engine, source)
     data = eng.load(source, Columns(user, key, tokenize=tokenize))
     return key_counts_from_sums(

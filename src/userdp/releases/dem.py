@@ -181,7 +181,7 @@ def linear(
         ``value``: the estimate of ``q_f``; ``extras``: ``requested``, ``delivered``, the inner target, and
         ``per_user`` (local model).
     """
-    req = plan_request(alpha, delta, samples, r)
+    req = plan_request(alpha, delta, samples, r, warn=True)
     _check_linear(lipschitz, req.inner_alpha, norm, req.inner_delta or None)
     if item is not None and not (isinstance(domain, FiniteDomain) and domain.public):
         # codes read off the data would make one user's f-values depend on the other users' items
@@ -189,8 +189,9 @@ def linear(
     mdl = _model(model)
     if req.samples is not None and mdl is Model.LOCAL:  # (refused before the data is read, not after the noise)
         raise ParameterError(
-            "samples (BoundedEMDReduction) wraps a bounded release: use it with model='central' (--model central); "
-            "the local PrivEMDLinear release already holds for users holding any numbers of items"
+            "--samples S (samples=S, BoundedEMDReduction) wraps a bounded release: use --model central "
+            "(model='central') with it, or leave it out: the local PrivEMDLinear release already holds for users "
+            "holding any numbers of items"
         )
     # local model, no sampling: points outside the space's public domain are dropped, user by user (a refusal
     # when one lies outside would depend on the data); the bounded releases keep every user's public number of
@@ -240,7 +241,7 @@ def _randomized_counts(
     (``params["outside"]``): d_EM-DP's guarantee is stated for persons holding items of the domain (an item
     outside it is at no finite distance from any other), and its equal-sizes check then reads the sizes that
     its neighbouring datasets share; a refusal of the value itself would depend on one person's data."""
-    req = plan_request(alpha, delta, samples, r)
+    req = plan_request(alpha, delta, samples, r, warn=True)
     mdl = _model(model)
     if not isinstance(domain, FiniteDomain) or not domain.public:
         raise DataError("this release needs the public item domain (FiniteDomain(labels))")

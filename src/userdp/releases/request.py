@@ -24,9 +24,16 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ParameterError
-from ..privacy.accounting import REQUEST_RTOL, reduction_alpha, reduction_distance, reduction_guarantee_of
+from ..privacy.accounting import (
+    REDUCTION_NEEDS_BOUNDED,
+    REQUEST_RTOL,
+    reduction_alpha,
+    reduction_distance,
+    reduction_guarantee_of,
+)
 from ..privacy.budget import guarantee_to_dict
 from ..privacy.guarantees import EMDMetricDP, Guarantee
+from ..privacy.params import check_delta, warn_large_delta
 
 __all__ = ["Request", "plan_request", "deliver"]
 
@@ -68,18 +75,24 @@ class Request:
         )
 
 
-def plan_request(alpha: float, delta: float | None = None, samples: int | None = None, r: float = 0.05) -> Request:
-    """Check ``alpha``, ``delta``, ``samples``, ``r`` and plan the inner release."""
+def plan_request(
+    alpha: float, delta: float | None = None, samples: int | None = None, r: float = 0.05, *, warn: bool = False
+) -> Request:
+    """Check ``alpha``, ``delta``, ``samples``, ``r`` and plan the inner release.
+
+    ``delta`` is checked by :func:`userdp.privacy.check_delta` (refused outside ``[0, 1)``); with ``warn`` (a
+    release's request) a delta above :data:`userdp.privacy.DELTA_CEILING` gives a
+    :class:`~userdp.privacy.LargeDeltaWarning`."""
     try:
         a = float(alpha)
     except (TypeError, ValueError):
         raise ParameterError(f"alpha (--alpha) must be a positive number, got {alpha!r}") from None
     if not (math.isfinite(a) and a > 0):
         raise ParameterError(f"alpha (--alpha) must be positive and finite, got {alpha!r}")
-    d = 0.0 if delta is None else float(delta)
-    if not 0 <= d < 1:
-        raise ParameterError(f"delta (--delta) must lie in [0, 1), got {delta!r}")
+    d = 0.0 if delta is None else check_delta(delta, "delta (--delta)")
     if samples is None:
+        if warn:
+            warn_large_delta(d if delta is None else delta)
         return Request(a, d, inner_alpha=a, inner_delta=d)
     if isinstance(samples, bool) or int(samples) != samples or samples < 1:
         raise ParameterError(f"samples (--samples) must be a positive integer, got {samples!r}")
@@ -94,6 +107,8 @@ def plan_request(alpha: float, delta: float | None = None, samples: int | None =
     c = reduction_distance(r, s, projection_delta)  # also checks r in (0, 1]
     inner_alpha = reduction_alpha(a * r, r, s, projection_delta)
     inner_delta = d if c >= 1 else d - projection_delta  # c >= 1: the projection needs no delta
+    if warn:
+        warn_large_delta(delta)
     return Request(a, d, s, r, projection_delta, inner_alpha, inner_delta)
 
 
@@ -106,7 +121,7 @@ def deliver(req: Request, inner: Guarantee, allow_weaker: bool = False) -> tuple
         g, realized, asked = inner, inner.alpha, req.alpha
     else:
         if not isinstance(inner, EMDMetricDP):
-            raise ParameterError("BoundedEMDReduction needs an inner release with a bounded d_EM-DP guarantee")
+            raise ParameterError(REDUCTION_NEEDS_BOUNDED)
         g = reduction_guarantee_of(inner, req.r, req.samples, req.projection_delta)
         realized, asked = g.epsilon, req.epsilon
     name = "alpha" if req.samples is None else "epsilon (alpha r)"

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..engines import Columns, Engine, get_engine
 from ..noise import KeyedStreams, RngLike, keyed_keep, resolve_rng
+from ..privacy.params import warn_large_delta
 from ..privacy.result import Release
 from ..vocabulary import plan_vocabulary, private_vocabulary, private_vocabulary_from_sums, vocabulary_sum_columns
 
@@ -53,6 +54,7 @@ def vocabulary(
         As in :func:`userdp.releases.heatmap`.
     """
     plan_vocabulary(epsilon, delta, max_items, noise, policy, count_fraction)  # every refusal before the data is read
+    warn_large_delta(delta)  # checked by plan_vocabulary
     eng = get_engine(engine, source)
     src = resolve_rng(rng)
     data = eng.load(source, Columns(user, item, tokenize=tokenize))

@@ -276,14 +276,13 @@ def plan_key_counts(
     """Check the parameters of :func:`private_key_counts` and split its budget, before any data is read."""
     from .union import check_noise_budget, plan_vocabulary
 
-    eps, dlt = check_noise_budget(noise, epsilon, delta)
-    if not 0.0 <= dlt < 1:
-        raise ParameterError(f"delta must lie in [0, 1), got {delta!r}")
+    eps, dlt = check_noise_budget(noise, epsilon, delta)  # delta in [0, 1)
     needs_delta = noise == "gaussian" or not public_keys
     if needs_delta and dlt <= 0:
         raise ParameterError(
-            "this release needs delta > 0 (Gaussian noise, or keys selected from the data: a key only one "
-            "person holds must be released with probability at most delta)"
+            "this release needs delta > 0 (--delta, e.g. 1e-6): with Gaussian noise (--noise gaussian), or with "
+            "keys selected from the data (no --keys; keys=None), where a key only one person holds must be "
+            "released with probability at most delta"
         )
     auto = isinstance(bounds, str)
     if auto and bounds != "auto":

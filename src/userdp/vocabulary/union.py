@@ -62,6 +62,7 @@ from ..noise import (
     zcdp_delta,
 )
 from ..privacy.guarantees import ApproxDP, Neighbours
+from ..privacy.params import check_delta
 from ..privacy.result import ErrorStatement, Release
 from .policy import policy_histogram
 
@@ -182,13 +183,15 @@ def _delta_new(threshold: int, noise: str, scale: int, max_items: int, unit: int
 
 def check_noise_budget(noise: str, epsilon: float, delta: float) -> tuple[float, float]:
     """The checks every release of this package shares: the noise is ``laplace`` or ``gaussian``, epsilon a
-    number in ``[1e-6, 50]``, delta a number (its range is each release's own)."""
+    number in ``[1e-6, 50]``, delta in ``[0, 1)`` (:func:`userdp.privacy.check_delta`; a smallest positive
+    delta is each release's own)."""
     if noise not in NOISES:
         raise ParameterError(f"the noise must be one of {', '.join(NOISES)}, got {noise!r}")
     try:
-        eps, dlt = float(epsilon), float(delta)
+        eps = float(epsilon)
     except (TypeError, ValueError):
-        raise ParameterError("epsilon and delta must be numbers") from None
+        raise ParameterError("epsilon must be a number") from None
+    dlt = check_delta(delta)
     if not (math.isfinite(eps) and 1e-6 <= eps <= 50):
         raise ParameterError(f"epsilon must lie in [1e-6, 50], got {epsilon!r}")
     return eps, dlt
@@ -196,9 +199,9 @@ def check_noise_budget(noise: str, epsilon: float, delta: float) -> tuple[float,
 
 def _check(epsilon: float, delta: float, max_items: int, noise: str) -> tuple[float, float, int]:
     eps, dlt = check_noise_budget(noise, epsilon, delta)
-    if not 1e-100 <= dlt < 1:
-        raise ParameterError(f"a set union needs delta in [1e-100, 1): an item only one person holds must be "
-                             f"released with probability at most delta, got {delta!r}")  # fmt: skip
+    if not 1e-100 <= dlt:
+        raise ParameterError(f"a set union needs delta >= 1e-100 (no pure guarantee): an item only one person "
+                             f"holds must be released with probability at most delta, got {delta!r}")  # fmt: skip
     if isinstance(max_items, bool) or not isinstance(max_items, int | np.integer) or not 1 <= max_items <= 10_000:
         raise ParameterError(f"max_items must be a whole number in [1, 10000], got {max_items!r}")
     return eps, dlt, int(max_items)
@@ -233,7 +236,8 @@ def calibrate_union(
         raise ParameterError(
             "the policy histogram runs with Laplace noise only: policy Gaussian's l2 descent has no exact "
             "lattice form (its rounding breaks the contraction its guarantee rests on), and the l1 policy with "
-            "Gaussian noise releases fewer items than the weighted Gaussian; use noise='gaussian' without policy"
+            "Gaussian noise releases fewer items than the weighted Gaussian; use --noise laplace with --policy "
+            "(noise='laplace', policy=True), or --noise gaussian without it"
         )
     if noise == "laplace":
         scale = math.ceil(unit / eps)  # l1 sensitivity unit: epsilon-DP exactly (unit / t <= epsilon)
