@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ..errors import ParameterError
-from .common import Prediction, confidences, smallest_reaching
+from .common import Prediction, confidences, simulated_quantile, smallest_reaching
 
 __all__ = ["frequency", "frequency_alpha", "linear", "linear_alpha"]
 
@@ -164,7 +164,7 @@ def frequency(
         for x in np.flatnonzero(counts):
             v += rng.multinomial(counts[x], a[x])
         errs[i] = demd_error(project_simplex(unbiased_estimate(rz, v / v.sum())[0]), true_hist, space)
-    qs = {c: float(np.quantile(errs, c)) for c in cs}
+    qs = {c: simulated_quantile(errs, c) for c in cs}
     a0 = rz.realized_alpha0
     bound = None
     if isinstance(rz, GKRR):  # Theorem 6.6, Eq. (9), at the calibrated alpha_0 (central: Corollary 6.8)
