@@ -28,6 +28,11 @@ __all__ = ["heatmap", "heatmap_epsilon", "synthetic_grid_sum"]
 #: blobs with 10 places (0.028).
 STAND_INS = tuple((c, p) for c in (5, 20, 80) for p in (1, 3, 10))
 
+#: What the stand-ins cannot show: at a large epsilon the real check-ins' EMD lies above every stand-in's (on
+#: Foursquare at epsilon 4, up to 1.1x the mixture's 90% quantile, at 64 and 256 cells). The quantiles above the
+#: median are stated this many times the simulated ones.
+MARGIN = 1.25
+
 
 def _blobs(shape: tuple[int, int], clusters: int, rng: np.random.Generator) -> np.ndarray:
     """A seeded density on the grid: ``clusters`` Gaussian blobs with Zipf weights and widths of 1-5% of the
@@ -128,12 +133,13 @@ def heatmap(
         s = synthetic_grid_sum(shape, persons, points_per_person, density, pl, clusters=max(1, k), seed=seed + i)
         rel = heatmap_of_grid(s, eps, algorithm, w=w, n_public=n_public, rng=seed + 10_000 + i)
         errs[i] = heatmap_emd(s, rel.value)
-    qs = {c: simulated_quantile(errs, c) for c in cs}
+    qs = {c: simulated_quantile(errs, c) * (MARGIN if c > 0.5 else 1.0) for c in cs}
     extra = {"mean": float(errs.mean()), "theorem order": math.sqrt(w) / (eps * int(persons))}
     shapes = "; ".join(f"{k} blobs, {pl} places" if k else f"{pl} places" for k, pl in mix)
     stand_in = "the given density" if density is not None else "seeded mixtures of blobs"
     basis = (f"{int(reps)} simulated releases ({algorithm}) of {persons} synthetic users on {stand_in}, cycling "
-             f"through {len(mix)} stand-in shapes ({shapes}), measured by the exact grid EMD")  # fmt: skip
+             f"through {len(mix)} stand-in shapes ({shapes}), measured by the exact grid EMD; quantiles above the "
+             f"median times {MARGIN:g}, the stand-ins' measured shortfall")  # fmt: skip
     return Prediction("heatmap", "EMD(true heatmap, released heatmap), both normalized", qs, False, basis, extra)
 
 
