@@ -186,7 +186,7 @@ def frequency_rows(fs, runs):
         pred = plan.frequency(alpha, persons=1083, items_per_person=100, clusters=16, cluster_size=9, r=0.25,
                               delta=1e-6)  # fmt: skip
         rows.append(_row("frequency (GKRR, local)", "foursquare regions", "alpha", alpha, pred, errs,
-                         "simulation, uniform stand-in", False))  # fmt: skip
+                         "simulation, stand-in histograms", False))  # fmt: skip
     return rows
 
 
@@ -208,7 +208,7 @@ def exponential_rows(runs):
         errs = [demd_error(freq_est_local(ds, line, alpha, 1e-6, rng=s).value, truth, line) for s in range(runs)]
         pred = plan.frequency(alpha, persons=2000, items_per_person=20, space=line, delta=1e-6)
         rows.append(_row("frequency (exponential, local)", "synthetic line, k = 50", "alpha", alpha, pred, errs,
-                         "simulation, uniform stand-in"))  # fmt: skip
+                         "simulation, stand-in histograms"))  # fmt: skip
     return rows
 
 
