@@ -103,3 +103,21 @@ def test_plan_heatmap_takes_the_heatmap_s_grid_syntax_and_default(capsys):
     assert outs[0] == outs[1] and outs[0] != outs[2]
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     assert sub.choices["plan"].get_default("shape") == (256, 256)
+
+
+def test_plan_takes_the_shape_parameters_or_says_they_are_unknown(capsys):
+    """Issue 34: ``--spread`` defaults to unknown (a wider bound, said in the basis); given, it is the
+    library's; ``plan heatmap --clusters/--places`` narrow the stand-in shapes; bad values exit 2."""
+    sizes = ["--persons", "404", "--distinct", "1492", "--items-per-person", "21.8"]
+    assert main(["plan", "distinct", "--epsilon", "1", *sizes, "--json"]) == 0
+    assert "spread unknown" in json.loads(capsys.readouterr().out)["basis"]
+    assert main(["plan", "distinct", "--epsilon", "1", *sizes, "--spread", "1.2", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = plan.distinct(1.0, persons=404, distinct=1492, items_per_person=21.8, spread=1.2)
+    assert got["error at confidence 0.9"] == f"{want.quantiles[0.9]:.4g}" and "spread 1.2 given" in got["basis"]
+    heat = ["plan", "heatmap", "--epsilon", "1", "--grid", "16", "--persons", "300", "--points-per-person", "5"]
+    assert main([*heat, "--clusters", "5", "--places", "1", "--json"]) == 0
+    assert "(5 blobs, 1 places)" in json.loads(capsys.readouterr().out)["basis"]
+    for bad in (["--spread", "-1"], ["--zipf", "-0.5"]):
+        assert main(["plan", "distinct", "--epsilon", "1", *sizes, *bad]) == 2
+        assert "error:" in capsys.readouterr().err

@@ -145,3 +145,64 @@ def test_the_inverse_meets_its_target_and_refusals(fashion):
         plan.distinct(1.0, curve=curve[::-1])  # not non-decreasing
     with pytest.raises(ParameterError):
         plan.distinct(1.0, persons=10, distinct=1000, items_per_person=2)  # 20 holdings cannot show 1000
+
+
+def _coverage(curve, truth, eps, bound) -> float:
+    """``P[|DC(D) - release| <= bound]`` under the release's exact law on the true curve (checked against the
+    release's own draws above)."""
+    from userdp.plan.distinct import _dlap_cdf, _release_law
+
+    p, base, g, q = _release_law(curve, eps, 0.05, 0.5)
+    hi, lo = np.floor((truth + bound - base) / g), np.ceil((truth - bound - base) / g)
+    return float(np.sum(p * np.clip(_dlap_cdf(hi, q) - _dlap_cdf(lo - 1, q), 0, 1)))
+
+
+@pytest.mark.parametrize("spread", [None, 1.2])
+def test_the_90_percent_bound_from_public_sizes_is_a_90_percent_bound(fashion, spread):
+    """Issue 34: from public sizes (rounded as a planner knows them) the stated 90% bound covers at least 85%
+    of the releases on Amazon Fashion at every epsilon, exactly (under the release's law on the true curve),
+    with the spread unknown (the default) and given (the data's own, 1.2); the median stays within 2x (given:
+    2.5x, 2.3x at epsilon 4 is the worst measured, docs/reference/planning.md). (The old single curve of spread
+    0.75 stated 219 at epsilon 1 and covered 72%.)"""
+    g, curve = fashion
+    truth = g.distinct_count()
+    sizes = {"persons": 400, "distinct": 1500, "items_per_person": 22.0, "spread": spread}
+    for eps in (0.5, 1.0, 4.0):
+        pred = plan.distinct(eps, **sizes)
+        assert _coverage(curve, truth, eps, pred.quantiles[0.9]) >= 0.85, (eps, pred.quantiles)
+        ratio = pred.median / plan.distinct(eps, curve=curve, distinct=truth).median
+        assert 0.5 <= ratio <= (2.0 if spread is None else 2.5), (eps, ratio)
+
+
+def test_the_default_release_stays_within_its_planned_bound(fashion):
+    """The library's default path (``releases.distinct`` on the bundled table, seeded): over 40 releases at
+    epsilon 1 the error exceeds the plan's 90% bound in at most 6 (the bound covers 90%: 6 or more misses in
+    40 happen with probability 0.37 at 90%, 0.02 at 97%; the old bound, covering 72%, missed 14)."""
+    from userdp import releases
+
+    g, _ = fashion
+    truth = g.distinct_count()
+    bound = plan.distinct(1.0, persons=400, distinct=1500, items_per_person=22.0).quantiles[0.9]
+    words = datasets.amazon_fashion()
+    misses = sum(truth - releases.distinct(words, 1.0, rng=s).value > bound for s in range(40))
+    assert misses <= 6, (misses, bound)
+
+
+def test_the_spread_is_a_public_parameter_and_is_checked():
+    """The spread given narrows the mixture to the spread and its calibrated offsets; outside [0, 3] refused."""
+    from userdp.plan.distinct import SPREAD_OFFSETS, UNKNOWN_SPREADS, _spreads
+
+    assert _spreads(None) == UNKNOWN_SPREADS
+    assert _spreads(1.0) == tuple(round(1.0 + o, 6) for o in SPREAD_OFFSETS)
+    assert min(_spreads(0.1)) == 0.0
+    sizes = {"persons": 400, "distinct": 1500, "items_per_person": 22.0}
+    narrow, wide = plan.distinct(1.0, spread=0.5, **sizes), plan.distinct(1.0, spread=1.3, **sizes)
+    assert narrow.quantiles[0.9] < wide.quantiles[0.9]
+    assert "spread unknown" in plan.distinct(1.0, **sizes).basis
+    for bad in (-0.1, 3.5, float("nan")):
+        with pytest.raises(ParameterError):
+            plan.distinct(1.0, spread=bad, **sizes)
+    with pytest.raises(ParameterError):
+        plan.synthetic_curve(400, 1500, 22.0, zipf=-1.0)
+    flat = plan.synthetic_curve(400, 1500, 22.0, zipf=0.0)  # a catalogue: every element about equally popular
+    assert flat[-1] == 1500

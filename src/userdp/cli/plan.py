@@ -146,7 +146,7 @@ def _frequency(args, conf, delta) -> dict:
 def _heatmap(args, conf, delta) -> dict:
     _need(args, "persons", "points_per_person")
     kw = {"shape": args.shape, "persons": args.persons, "points_per_person": args.points_per_person,
-          "algorithm": args.algorithm}  # fmt: skip
+          "algorithm": args.algorithm, "clusters": args.clusters, "places": args.places}  # fmt: skip
     eps, p, out = _predict(args, "epsilon", plan.heatmap, plan.heatmap_epsilon, kw, conf)
     out.update({"at epsilon": eps, **_errors(p, conf, f"epsilon {eps:.3g}")})
     out["Theorem 3.1 (order only)"] = f"sqrt(w) / (epsilon n) = {p.extra['theorem order']:.3g}"
@@ -213,10 +213,14 @@ def add_parser(sub) -> None:
     pl.add_argument("--l-max", type=number(int, 1, 10_000), default=100, help="distinct: the largest bound tried")
     pl.add_argument("--max-items-bound", type=number(int, 1, 10_000), default=None,
                     help="distinct: a public bound on elements per person (adds Theorem 1.1's bound)")  # fmt: skip
-    pl.add_argument("--zipf", type=number(float, 0.8, 3.0), default=1.35,
-                    help="distinct: the elements' Zipf popularity exponent of the simulated curve")  # fmt: skip
-    pl.add_argument("--spread", type=number(float, 0.0, 3.0), default=0.75,
-                    help="distinct: the log-standard deviation of persons' sizes in the simulated curve")  # fmt: skip
+    pl.add_argument("--zipf", type=number(float, 0.0, 3.0), default=1.35,
+                    help="distinct: the elements' Zipf popularity exponent (1.35: words, venues, n-grams; 0: a "
+                    "catalogue whose elements every person picks about equally)")  # fmt: skip
+    pl.add_argument("--spread", type=number(float, 0.0, 3.0), default=None,
+                    help="distinct: how unequal persons' sizes are, the log-standard deviation of the number of "
+                    "distinct elements each holds: about ln(p90 / median) / 1.28 (one person in ten holding 3x the "
+                    "typical person's: 0.86; reviews and check-ins about 0.5, authors and reviewers 1 to 1.3). "
+                    "Default: unknown, a wider bound mixed over 0.5-1.4")  # fmt: skip
     pl.add_argument("--lipschitz", type=number(float, 1e-12, 1e12), default=1.0, help="linear: the Lipschitz bound")
     pl.add_argument("--dim", type=number(int, 1, 10_000), default=1, help="linear: the query's dimension")
     pl.add_argument("--model", choices=["local", "central"], default="local", help="linear, frequency")
@@ -226,7 +230,12 @@ def add_parser(sub) -> None:
     pl.add_argument("--unit", type=number(float, 1e-12, 1e12), default=1.0,
                     help="linear: multiply the error by this (e.g. the metric's scale in km)")  # fmt: skip
     pl.add_argument("--unit-name", default="", help="linear: the unit's name (e.g. km)")
-    pl.add_argument("--clusters", type=number(int, 1, 10**5), default=None, help="frequency: clusters")
+    pl.add_argument("--clusters", type=number(int, 1, 10**5), default=None,
+                    help="frequency: clusters; heatmap: the map's hot spots (5: a few landmarks, 80: a dense city; "
+                    "default: unknown, mixed over 5, 20 and 80)")  # fmt: skip
+    pl.add_argument("--places", type=number(int, 1, 10**5), default=None,
+                    help="heatmap: the cells a typical user visits (1: a home location, 10: someone who roams; "
+                    "default: unknown, mixed over 1, 3 and 10)")  # fmt: skip
     pl.add_argument("--cluster-size", type=number(int, 1, 10**5), default=None, help="frequency: items a cluster")
     pl.add_argument(
         "--distances",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import ParameterError
 
 __all__ = ["Prediction"]
@@ -65,6 +67,22 @@ def normal_abs_quantile(sigma: float, c: float) -> float:
     from scipy.special import ndtri
 
     return float(sigma * ndtri(0.5 + c / 2))
+
+
+def simulated_quantile(errs: np.ndarray, c: float, confidence: float = 0.9) -> float:
+    """A quantile ``c`` of the error from simulated releases, stated so that the sample's size is not a
+    second source of under-coverage: the median is the sample's, a higher quantile the smallest order
+    statistic that is at least the law's ``c``-quantile with probability ``confidence`` (the binomial
+    bound; the largest draw when the sample is too small for it)."""
+    from scipy.stats import binom
+
+    x = np.sort(np.asarray(errs, dtype=np.float64))
+    if c <= 0.5:
+        return float(np.quantile(x, c))
+    n = x.size
+    # P[X_(k) >= q_c] = P[Binomial(n, c) <= k - 1]: the smallest k with that at least `confidence`
+    k = int(binom.ppf(confidence, n, c)) + 1
+    return float(x[min(n, max(k, 1)) - 1])
 
 
 def smallest_epsilon(meets, lo: float = 1e-3, hi: float = 50.0) -> float:

@@ -41,6 +41,18 @@ __all__ = ["distinct", "distinct_epsilon", "synthetic_curve", "theorem_bound"]
 #: The largest synthetic graph simulated at full size (edges); larger ones are simulated scaled down.
 SIMULATED_EDGES = 8_000_000
 
+#: The spreads (log-standard deviations of persons' sizes) the plan mixes over when the spread is not given:
+#: the range seen on real data (0.4 to 1.3: IMDB reviews, TPC-H customers and Foursquare users about 0.5,
+#: Reddit authors 1.0-1.25, Amazon reviewers 1.2, a check-in set of a new user 1.3), widened by the
+#: uncertainty of the curve given the spread (:data:`SPREAD_OFFSETS`).
+UNKNOWN_SPREADS = (0.5, 0.8, 1.1, 1.4)
+
+#: With a given spread ``s`` the plan mixes over ``s + offset``: the spread of the synthetic curve that
+#: reproduces a data set's error differs from the data's own log-standard deviation by -0.2 (Amazon) to +0.3
+#: (IMDB) on the data sets of ``experiments/planning.py`` (Reddit: 0); the offsets span that range and a step
+#: beyond it (mixing over -0.25..+0.25 only covered 64% of IMDB's releases).
+SPREAD_OFFSETS = (-0.25, 0.0, 0.25, 0.5)
+
 
 def synthetic_curve(
     persons: int, distinct: int, items_per_person: float, l_max: int = 100, zipf: float = 1.35, spread: float = 0.75,
@@ -55,18 +67,18 @@ def synthetic_curve(
     (:func:`userdp.distinct.dc_matching`). Above :data:`SIMULATED_EDGES` holdings, persons and elements are
     scaled down by the same factor. Seeded: the same sizes give the same curve.
 
-    The defaults (exponent 1.35, spread 0.75) are calibrated on three datasets (``experiments/planning.py``):
-    with the true sizes or rounded to two digits, the predicted median error lies within 0.65x-1.7x of the
-    exact law's on Amazon Fashion, IMDB and Foursquare venues at epsilon 0.25, 1 and 4 (exponent 1.1 and
-    spread 1 put IMDB 8x low and the venues 3x high). The exponent is lowered where it cannot show ``distinct``
-    elements (:func:`_zipf_universe`). The last few curves are kept (an inverse asks for one at every epsilon
-    it tries)."""
+    The exponent 1.35 was calibrated on three data sets (``experiments/planning.py``); with an exponent of 0
+    every element is about equally popular (a catalogue). The exponent is lowered where it cannot show
+    ``distinct`` elements (:func:`_zipf_universe`). A single curve is a point estimate: :func:`distinct` mixes
+    the laws of several spreads (:data:`SPREAD_OFFSETS`, :data:`UNKNOWN_SPREADS`), since the error the curve
+    gives moves by up to 2x for a change of 0.25 in the spread. The last few curves are kept (an inverse asks
+    for one at every epsilon it tries)."""
     curve = _synthetic_curve(int(persons), int(distinct), float(items_per_person), int(l_max), float(zipf),
                              float(spread), int(seed))  # fmt: skip
     return curve.copy()
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=32)
 def _synthetic_curve(
     persons: int, distinct: int, items_per_person: float, l_max: int, zipf: float, spread: float, seed: int
 ) -> np.ndarray:
@@ -76,6 +88,8 @@ def _synthetic_curve(
     n, big_n, m = int(persons), int(distinct), float(items_per_person)
     if n < 1 or big_n < 1 or not m >= 1:
         raise ParameterError("persons and distinct must be >= 1 and items_per_person >= 1")
+    if not (0 <= zipf <= 3 and 0 <= spread <= 3):
+        raise ParameterError(f"the Zipf exponent and the spread must lie in [0, 3], got {zipf!r} and {spread!r}")
     edges = n * m
     if edges < big_n:
         raise ParameterError(
@@ -146,6 +160,23 @@ def _release_law(curve: np.ndarray, epsilon: float, beta: float, select_fraction
     return p, base, g, np.exp(-1.0 / t)
 
 
+def _mixture_law(curves: list[np.ndarray], epsilon: float, beta: float, select_fraction: float):
+    """The law of a release on a curve drawn uniformly from ``curves``: each curve's :func:`_release_law`,
+    its probabilities divided by their number, concatenated."""
+    laws = [_release_law(c, epsilon, beta, select_fraction) for c in curves]
+    return tuple(np.concatenate([law[i] / (len(laws) if i == 0 else 1) for law in laws]) for i in range(4))
+
+
+def _spreads(spread: float | None) -> tuple[float, ...]:
+    """The spreads a plan mixes over: :data:`UNKNOWN_SPREADS`, or ``spread + SPREAD_OFFSETS`` (at least 0)."""
+    if spread is None:
+        return UNKNOWN_SPREADS
+    s = float(spread)
+    if not (math.isfinite(s) and 0 <= s <= 3):
+        raise ParameterError(f"the spread must lie in [0, 3], got {spread!r}")
+    return tuple(dict.fromkeys(round(max(0.0, s + o), 6) for o in SPREAD_OFFSETS))
+
+
 def _dlap_cdf(z: np.ndarray, q: np.ndarray) -> np.ndarray:
     """``P[Z <= z]`` for integers ``z`` and ``Z`` discrete Laplace with ratio ``q``."""
     pos = 1 - q ** (np.maximum(z, -1) + 1) / (1 + q)
@@ -211,7 +242,7 @@ def distinct(
     confidence: float = 0.9,
     select_fraction: float = 0.5,
     zipf: float = 1.35,
-    spread: float = 0.75,
+    spread: float | None = None,
 ) -> Prediction:
     """The predicted error of :func:`userdp.releases.distinct` (``method="matching"``).
 
@@ -220,6 +251,17 @@ def distinct(
     curve:
         ``DC(D; l)`` for ``l = 1..l_max`` from public data; else simulated from ``persons``, ``distinct`` and
         ``items_per_person`` (:func:`synthetic_curve`, with ``zipf`` and ``spread``), all public estimates.
+    spread:
+        The log-standard deviation of the persons' sizes (numbers of distinct elements each), a public
+        estimate: about ``ln(p90 / median) / 1.28`` where ``p90`` is the size one person in ten exceeds and
+        ``median`` the typical person's (one in ten holding 3x the typical person's elements: 0.86). Text of
+        one length class (reviews, documents) and check-ins over a fixed period are about 0.5, authors of
+        posts and reviewers 1 to 1.3. The curve's law is mixed over ``spread + SPREAD_OFFSETS`` (the
+        uncertainty of the synthetic curve given the spread, measured on held-out data sets); ``None`` (the
+        default: unknown) mixes over :data:`UNKNOWN_SPREADS`, a wider bound.
+    zipf:
+        The elements' Zipf popularity exponent (default 1.35: words, venues, n-grams; lowered where it
+        cannot show ``distinct`` elements); 0 for elements every person picks about equally (a catalogue).
     distinct:
         The number of distinct elements the error is measured against (default: the curve's last value).
     max_items:
@@ -238,18 +280,23 @@ def distinct(
     if curve is None:
         if persons is None or distinct is None or items_per_person is None:
             raise ParameterError("give the count curve, or persons, distinct and items_per_person to simulate one")
-        arr = synthetic_curve(persons, distinct, items_per_person, int(l_max), zipf, spread)
+        spreads = _spreads(spread)
+        curves = [synthetic_curve(persons, distinct, items_per_person, int(l_max), zipf, s) for s in spreads]
+        arr = curves[0]
+        given = "unknown" if spread is None else f"{float(spread):g} given"
         basis = (
-            f"the release's exact law on a simulated count curve ({persons} persons, {distinct} distinct, "
-            f"{items_per_person:g} items per person, spread {spread:g}, Zipf exponent {zipf:g})"
+            f"the release's exact law mixed over {len(curves)} simulated count curves ({persons} persons, "
+            f"{distinct} distinct, {items_per_person:g} items per person, Zipf exponent {zipf:g}; spread {given}: "
+            f"{', '.join(f'{s:g}' for s in spreads)})"
         )
     else:
         arr = np.asarray(curve, dtype=np.int64)
         if arr.shape != (int(l_max),) or np.any(np.diff(arr) < 0) or arr[0] < 0:
             raise ParameterError("the curve needs DC(D; l) for l = 1..l_max, non-negative and non-decreasing")
         basis = "the release's exact law on the given count curve"
+        curves = [arr]
     truth = float(arr[-1] if distinct is None else distinct)
-    law = _release_law(arr, float(epsilon), float(beta), float(select_fraction))
+    law = _mixture_law(curves, float(epsilon), float(beta), float(select_fraction))
     qs = {c: _abs_shortfall_quantile(truth, law, c) for c in cs}
     extra: dict = {"truth": truth, "relative": {c: v / truth for c, v in qs.items()} if truth > 0 else {}}
     if max_items is not None:

@@ -358,10 +358,11 @@ def _planning(results: list[dict[str, Any]]) -> dict[str, Any]:
 
     heat, dist, freq, lin = results[0], results[1], results[2], results[3]
     rows = []
-    p = plan.heatmap(1.0, shape=tuple(heat["shape"]), persons=1000, points_per_person=40, reps=10)
+    # one simulated release per stand-in shape (the data's shape is not public): the bound covers it
+    p = plan.heatmap(1.0, shape=tuple(heat["shape"]), persons=1000, points_per_person=40, reps=9)
     rows.append(("DP heatmap (auto)", "epsilon 1; about 1,000 users with about 40 check-ins each in the box",
                  p, heat["emd_raw"]["auto"], 1.0, ""))  # fmt: skip
-    p = plan.distinct(1.0, persons=400, distinct=1500, items_per_person=22)
+    p = plan.distinct(1.0, persons=400, distinct=1500, items_per_person=22)  # the spread unknown: a mixture
     rows.append(("distinct count", "epsilon 1; about 400 persons, 1,500 distinct words, 22 words each",
                  p, dist["truth"] - dist["value"], 1.0, ""))  # fmt: skip
     p = plan.frequency(100.0, persons=1083, items_per_person=100, clusters=16, cluster_size=9, r=0.25, delta=1e-6)
