@@ -31,14 +31,12 @@ def test_cold_demo_compiles_ahead_and_releases_the_same(tmp_path):
         assert a["result"] == b["result"] and a["error"] == b["error"]
 
 
-def test_compile_ahead_only_where_it_helps(monkeypatch):
-    """No second process on a warm cache, or from a process with threads (a pytest worker: forking it could
-    deadlock the child)."""
-    monkeypatch.setattr(demo, "_numba_cache_cold", lambda: False)
-    assert demo._start_compile_ahead(None) == (None, None)
-    monkeypatch.setattr(demo, "_numba_cache_cold", lambda: True)
+def test_helper_only_where_it_can_run(monkeypatch):
+    """No second process from a process with threads (a pytest worker: forking it could deadlock the child);
+    without one, the predictions are computed in place."""
     monkeypatch.setattr("threading.active_count", lambda: 2)
-    assert demo._start_compile_ahead(None) == (None, None)
+    assert demo._start_helper(None) is None
+    assert demo._received_predictions(None) is None
 
 
 def test_cache_probe_reads_numba_index():

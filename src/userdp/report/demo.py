@@ -351,25 +351,35 @@ def _accountant() -> dict[str, Any]:
     }
 
 
-def _planning(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """What :mod:`userdp.plan` predicted for each release from public sizes (rounded estimates a planner
-    would have), next to what this run measured."""
+def _predictions() -> list:
+    """What :mod:`userdp.plan` predicts for the demo's four releases from public sizes only (rounded estimates
+    a planner would have; no data read): heatmap, distinct count, frequency, PrivEMDLinear."""
     from .. import plan
 
+    shape = releases.grid_of(MIDTOWN, 256)[1]  # the heatmap's grid (public: the box and the resolution)
+    return [
+        # one simulated release per stand-in shape (the data's shape is not public): the bound covers it
+        plan.heatmap(1.0, shape=tuple(shape), persons=1000, points_per_person=40, reps=9),
+        plan.distinct(1.0, persons=400, distinct=1500, items_per_person=22),  # the spread unknown: a mixture
+        plan.frequency(100.0, persons=1083, items_per_person=100, clusters=16, cluster_size=9, r=0.25, delta=1e-6),
+        plan.linear(25.0, persons=1100),
+    ]
+
+
+def _planning(results: list[dict[str, Any]], predictions: list | None = None) -> dict[str, Any]:
+    """What :mod:`userdp.plan` predicted for each release from public sizes (:func:`_predictions`, or
+    ``predictions`` computed beforehand), next to what this run measured."""
+
     heat, dist, freq, lin = results[0], results[1], results[2], results[3]
+    p_heat, p_dist, p_freq, p_lin = predictions if predictions is not None else _predictions()
     rows = []
-    # one simulated release per stand-in shape (the data's shape is not public): the bound covers it
-    p = plan.heatmap(1.0, shape=tuple(heat["shape"]), persons=1000, points_per_person=40, reps=9)
     rows.append(("DP heatmap (auto)", "epsilon 1; about 1,000 users with about 40 check-ins each in the box",
-                 p, heat["emd_raw"]["auto"], 1.0, ""))  # fmt: skip
-    p = plan.distinct(1.0, persons=400, distinct=1500, items_per_person=22)  # the spread unknown: a mixture
+                 p_heat, heat["emd_raw"]["auto"], 1.0, ""))  # fmt: skip
     rows.append(("distinct count", "epsilon 1; about 400 persons, 1,500 distinct words, 22 words each",
-                 p, dist["truth"] - dist["value"], 1.0, ""))  # fmt: skip
-    p = plan.frequency(100.0, persons=1083, items_per_person=100, clusters=16, cluster_size=9, r=0.25, delta=1e-6)
+                 p_dist, dist["truth"] - dist["value"], 1.0, ""))  # fmt: skip
     rows.append(("d_EM frequency (GKRR)", "alpha 100, delta' 1e-6; 1,083 users of 100 sampled check-ins",
-                 p, freq["demd_error"], 1.0, ""))  # fmt: skip
-    p = plan.linear(25.0, persons=1100)
-    rows.append(("PrivEMDLinear", "alpha 25; about 1,100 users", p, abs(lin["value_km"] - lin["truth_km"]),
+                 p_freq, freq["demd_error"], 1.0, ""))  # fmt: skip
+    rows.append(("PrivEMDLinear", "alpha 25; about 1,100 users", p_lin, abs(lin["value_km"] - lin["truth_km"]),
                  lin["km"], " km"))  # fmt: skip
     table = []
     for name, at, pred, measured, unit, suffix in rows:
@@ -570,11 +580,13 @@ def _numba_cache_cold() -> bool:
         return True
 
 
-def _compile_ahead(fs, main_at) -> None:
-    """The body of the demo's second process on a cold cache: the steps from the last one back, results
-    discarded (written nowhere, noise from the OS), until it reaches the step the main process is on. Running
-    them compiles their kernels into numba's on-disk cache, which the main process reads when it gets there:
-    the two meet in the middle, and a first demo takes about half the compile time. Silent; never raises."""
+def _helper(fs, main_at, conn, cold: bool) -> None:
+    """The body of the demo's second process. On a cold numba cache (``cold``) it first runs the steps from the
+    last one back, results discarded (written nowhere, noise from the OS), until it reaches the step the main
+    process is on: that compiles their kernels into numba's on-disk cache, which the main process reads when it
+    gets there, so the two meet in the middle and a first demo takes about half the compile time. Then it
+    computes the plan's predictions (:func:`_predictions`, public sizes only) and sends them to the main
+    process. Silent; never raises."""
     import os
     import tempfile
 
@@ -582,45 +594,66 @@ def _compile_ahead(fs, main_at) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
         os.dup2(null, 2)
-        from ..heatmaps import heatmap_emd
+        if cold:
+            from ..heatmaps import heatmap_emd
 
-        one, other = np.zeros((4, 4)), np.zeros((4, 4))  # the heatmap's error metric: its solver compiles
-        one[0, 0] = other[3, 3] = 1.0  # longest (the main process needs it last in the heatmap step)
-        heatmap_emd(one, other)
-        with tempfile.TemporaryDirectory() as tmp:
-            steps = _steps(RandomSource(None), Path(tmp), [])
-            for i in range(len(steps) - 1, 0, -1):
-                if main_at.value >= i:
-                    break
-                if i == 1:  # the distinct count's matching (its longest compile), then its step
-                    from ..data import UserDataset
-                    from ..distinct import dc_matching, person_element_graph
+            one, other = np.zeros((4, 4)), np.zeros((4, 4))  # the heatmap's error metric: its solver compiles
+            one[0, 0] = other[3, 3] = 1.0  # longest (the main process needs it last in the heatmap step)
+            heatmap_emd(one, other)
+            with tempfile.TemporaryDirectory() as tmp:
+                steps = _steps(RandomSource(None), Path(tmp), [])
+                for i in range(len(steps) - 1, 0, -1):
+                    if main_at.value >= i:
+                        break
+                    if i == 1:  # the distinct count's matching (its longest compile), then its step
+                        from ..data import UserDataset
+                        from ..distinct import dc_matching, person_element_graph
 
-                    dc_matching(person_element_graph(UserDataset.from_lists([[0, 1], [1, 2]])), 2)
-                steps[i][1](fs)
+                        dc_matching(person_element_graph(UserDataset.from_lists([[0, 1], [1, 2]])), 2)
+                    steps[i][1](fs)
+        conn.send(_predictions())
     except BaseException:  # noqa: BLE001 - Ctrl-C, or anything: the main process does the work regardless
         pass
     finally:
         os._exit(0)
 
 
-def _start_compile_ahead(fs):
-    """A second process compiling the later steps' kernels (:func:`_compile_ahead`), and the shared counter
-    of the main process's step; ``(None, None)`` where it would not help (a warm cache, one core, no ``fork``)."""
+def _start_helper(fs):
+    """The demo's second process (:func:`_helper`): ``(process, shared step counter, pipe end, cold)``, or
+    ``None`` where it cannot run (one core, no ``fork``, threads already running)."""
     import multiprocessing as mp
     import os
     import threading
 
     if threading.active_count() > 1:  # forking a process with threads can deadlock its child
-        return None, None
+        return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if cores < 2 or "fork" not in mp.get_all_start_methods() or not _numba_cache_cold():
-        return None, None
+    if cores < 2 or "fork" not in mp.get_all_start_methods():
+        return None
+    cold = _numba_cache_cold()
     ctx = mp.get_context("fork")  # the loaded data and modules are shared; no thread has started yet
     at = ctx.Value("i", 0, lock=False)
-    proc = ctx.Process(target=_compile_ahead, args=(fs, at), daemon=True)
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_helper, args=(fs, at, send, cold), daemon=True)
     proc.start()
-    return proc, at
+    send.close()
+    return proc, at, receive, cold
+
+
+def _received_predictions(helper) -> list | None:
+    """The helper's predictions (it has had the whole demo to compute them), or ``None`` (computed here)."""
+    if helper is None:
+        return None
+    proc, _, receive, _ = helper
+    try:
+        if receive.poll(300):
+            return receive.recv()
+    except (EOFError, OSError):  # the helper ended without them
+        pass
+    finally:
+        proc.kill()
+        proc.join()
+    return None
 
 
 def run_demo(
@@ -628,9 +661,9 @@ def run_demo(
 ) -> dict[str, Any]:
     """Run every release on the bundled data; write ``report.html``, ``report.json`` and PNGs into ``out``.
 
-    With ``compile_ahead`` (``userdp demo`` sets it) and a cold numba cache (the first run after installing), a
-    second process runs the later steps first, results discarded, so that their kernels compile on a second
-    core while this one works (:func:`_compile_ahead`)."""
+    With ``compile_ahead`` (``userdp demo`` sets it) a second process (:func:`_helper`) computes the plan's
+    predictions while this one runs the releases, and on a cold numba cache (the first run after installing)
+    first runs the later steps, results discarded, so that their kernels compile on a second core."""
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.table import Table
@@ -650,29 +683,31 @@ def run_demo(
     steps = _steps(src, out, ledger)
     results = []
     fs = D.foursquare_nyc()
-    ahead, at = _start_compile_ahead(fs) if compile_ahead else (None, None)
+    helper = _start_helper(fs) if compile_ahead else None
+    at, cold = (helper[1], helper[3]) if helper is not None else (None, False)
     try:
         with Progress(
             SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=con, transient=True
         ) as progress:
-            cold = " (first run: compiling)" if ahead is not None else ""
+            note = " (first run: compiling)" if cold else ""
             task = progress.add_task("", total=len(steps))
             for i, (label, fn) in enumerate(steps):
                 if at is not None:
                     at.value = i
-                progress.update(task, description=label + cold)
+                progress.update(task, description=label + note)
                 results.append(fn(fs))
                 progress.advance(task)
+        predictions = _received_predictions(helper)
     finally:
-        if ahead is not None:
-            ahead.kill()
-            ahead.join()
+        if helper is not None and helper[0].is_alive():  # (an error or Ctrl-C in a step)
+            helper[0].kill()
+            helper[0].join()
     report = {
         "releases": results,
         "budget": _budget(ledger),
-        "planning": _planning(results),
+        "planning": _planning(results, predictions),
         "seeded": seed is not None,
-        "compiled_ahead": ahead is not None,  # a first run: a second process compiled the later steps' kernels
+        "compiled_ahead": cold,  # a first run: a second process compiled the later steps' kernels
         "seconds": time.time() - t0,
         "data": {"foursquare_nyc": D.ATTRIBUTION["foursquare_nyc"], "amazon_fashion": D.ATTRIBUTION["amazon_fashion"]},
     }
