@@ -77,6 +77,10 @@ RELEASES = {
             src, 4.0, 1e-3, item="text", tokenize=True, noise="laplace", engine=eng, rng=rng
         ),
     ),
+    "vocabulary, DP-SIPS": (
+        False,
+        lambda src, eng, rng=5: releases.vocabulary(src, 4.0, 1e-3, max_items=3, algorithm="sips", engine=eng, rng=rng),
+    ),
     "key counts, public keys, bounds by GEM": (
         False,
         lambda src, eng, rng=5: releases.key_counts(src, 2.0, key="item", keys=LABELS[:9] + ["Z"], engine=eng,
@@ -320,6 +324,7 @@ CHECKS = {
     "distinct, words": _check_edges(words=True),
     "vocabulary": _check_union(words=False),
     "vocabulary, words, laplace": _check_union(words=True),
+    "vocabulary, DP-SIPS": _check_edges(words=False),
     "key counts, public keys, bounds by GEM": _check_key_records,
     "key counts, selected keys, gaussian": _check_key_records,
     "histogram": _check_histogram,
@@ -337,6 +342,7 @@ SPARK_SMOKE = (  # one release per kind of aggregate (the rest of the Spark colu
     "linear, local",
     "distinct",
     "vocabulary",
+    "vocabulary, DP-SIPS",  # the rounds run on the driver, from the edges every engine collects
     "key counts, public keys, bounds by GEM",
     "itemwise, central",  # keyed randomization and the count histogram (keyed sampling: test_spark_engine.py)
 )

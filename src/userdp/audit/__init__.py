@@ -47,6 +47,7 @@ from .exact import (
     audit_sampled,
     audit_set_union,
     audit_shuffled,
+    audit_sips,
     hockey_stick,
     l2_lattice_moment,
     l2_lattice_table,
@@ -54,6 +55,7 @@ from .exact import (
     set_union_law,
     shuffled_counts_law,
     shuffled_output_distribution,
+    sips_law,
 )
 from .exact import _discrete_gaussian_law as _discrete_gaussian_law
 from .exact import _dlap_tail as _dlap_tail
@@ -106,6 +108,8 @@ __all__ = [
     "audit_distinct_count",
     "set_union_law",
     "audit_set_union",
+    "audit_sips",
+    "sips_law",
     "l2_lattice_table",
     "l2_lattice_moment",
     "randomized_rounding_law",

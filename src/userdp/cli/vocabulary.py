@@ -48,6 +48,9 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
         noise=args.noise,
         policy=args.policy,
         count_fraction=args.count_fraction,
+        algorithm=args.algorithm,
+        rounds=args.rounds,
+        ratio=args.ratio,
         engine=engine_of(args),
         rng=args.seed,
     )
@@ -62,7 +65,7 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
         "delta": args.delta,
         "max_items": args.max_items,
         "noise": args.noise,
-        "selection": "policy" if args.policy else "weighted",
+        "selection": rel.params["algorithm"],
         "engine": args.engine,
         "guarantee": rel.guarantee.describe(),
         "error": rel.error.description,
@@ -72,8 +75,9 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
         **({"written": str(out)} if out is not None else {}),
     }
     warn_seed(args, result)
-    how = "policy" if args.policy else "weighted"
-    report(args, f"person-level DP vocabulary ({how} set union, Gopi et al. 2020)", result)
+    how = rel.params["algorithm"]
+    what = "DP-SIPS, Swanberg et al. 2023" if how == "sips" else f"{how} set union, Gopi et al. 2020"
+    report(args, f"person-level DP vocabulary ({what})", result)
     return 0
 
 
@@ -114,6 +118,20 @@ def add_parser(sub) -> None:
         action="store_true",
         help="select with the policy Laplace histogram (with --noise laplace): persons stop adding weight to "
         "items that have enough",
+    )
+    vo.add_argument(
+        "--algorithm",
+        choices=["weighted", "policy", "sips"],
+        default=None,
+        help="the selection: weighted (default) set union; policy (as --policy); sips: DP-SIPS, rounds of the "
+        "weighted Gaussian union, each on the items not released yet (Gaussian noise only)",
+    )
+    vo.add_argument("--rounds", type=number(int, 1, 10), default=None, help="DP-SIPS: the number of rounds (default 3)")
+    vo.add_argument(
+        "--ratio",
+        type=number(float, 0.1, 10.0),
+        default=None,
+        help="DP-SIPS: round i gets ratio^(i-1) / sum_j ratio^(j-1) of the set's budget (default 4)",
     )
     vo.add_argument(
         "--count-fraction",

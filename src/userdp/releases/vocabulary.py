@@ -5,7 +5,10 @@ For the weighted union the engine bounds each person's items (a uniformly random
 ``max_items``, drawn from the person's keyed stream, :func:`userdp.noise.keyed_keep`, so that every engine
 keeps the same items) and sums the weights per item where the data are: on Spark, on the executors, and one
 row per item reaches the driver. The policy histogram visits the persons one after another, so its engine
-collects the deduplicated person-item edges on the driver. The threshold, the noise and the counts' noise
+collects the deduplicated person-item edges on the driver, and so does DP-SIPS (``algorithm="sips"``,
+:mod:`userdp.vocabulary.sips`), whose rounds each remove the items released so far from every person's set
+before bounding and weighting (on the driver, from the release's own randomness, so that every engine
+releases the same items for the same seed). The threshold, the noise and the counts' noise
 run on the driver. Guarantee: ``(epsilon, delta)``-DP for adding or removing one person (all of their
 records). The items' labels are read off the data; only the released ones leave.
 """
@@ -36,6 +39,9 @@ def vocabulary(
     noise: str = "gaussian",
     policy: bool = False,
     count_fraction: float = 0.5,
+    algorithm: str | None = None,
+    rounds: int | None = None,
+    ratio: float | None = None,
     engine: Engine | str | None = None,
     rng: RngLike = None,
 ) -> Release:
@@ -48,17 +54,20 @@ def vocabulary(
         :class:`~userdp.data.UserDataset`.
     tokenize:
         The item column is text; the items are its lower-cased words (:func:`userdp.data.tokenize`).
-    max_items, noise, policy, count_fraction:
-        As in :func:`userdp.vocabulary.private_vocabulary`.
+    max_items, noise, policy, count_fraction, algorithm, rounds, ratio:
+        As in :func:`userdp.vocabulary.private_vocabulary` (``algorithm``: ``"weighted"``, the default,
+        ``"policy"`` or ``"sips"``).
     engine, rng:
         As in :func:`userdp.releases.heatmap`.
     """
-    plan_vocabulary(epsilon, delta, max_items, noise, policy, count_fraction)  # every refusal before the data is read
+    plan = plan_vocabulary(  # every refusal before the data is read
+        epsilon, delta, max_items, noise, policy, count_fraction, algorithm=algorithm, rounds=rounds, ratio=ratio
+    )
     warn_large_delta(delta)  # checked by plan_vocabulary
     eng = get_engine(engine, source)
     src = resolve_rng(rng)
     data = eng.load(source, Columns(user, item, tokenize=tokenize))
-    if not policy:  # bounding and weights per person, then sums per item: on Spark's executors too
+    if plan["algorithm"] == "weighted":  # bounding and weights per person, then sums per item: on Spark's executors too
         streams = KeyedStreams.from_rng(src)
         labels, sums = eng.bounded_item_sums(
             data, int(max_items), partial(keyed_keep, streams, cap=int(max_items)),
@@ -67,7 +76,7 @@ def vocabulary(
         return private_vocabulary_from_sums(
             labels, sums, epsilon, delta, max_items=max_items, noise=noise, count_fraction=count_fraction, rng=src
         )
-    sets = eng.edges(data)  # the policy visits persons one after another: on the driver
+    sets = eng.edges(data)  # the policy visits persons one after another, DP-SIPS runs rounds: on the driver
     return private_vocabulary(
         sets.offsets,
         sets.items,
@@ -78,5 +87,8 @@ def vocabulary(
         noise=noise,
         policy=policy,
         count_fraction=count_fraction,
+        algorithm=algorithm,
+        rounds=rounds,
+        ratio=ratio,
         rng=src,
     )

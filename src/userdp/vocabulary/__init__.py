@@ -14,6 +14,7 @@ from .counts import (
     private_key_counts,
 )
 from .policy import policy_histogram
+from .sips import SIPS_RATIO, SIPS_ROUNDS, SipsCalibration, calibrate_sips, sips_fractions, sips_union
 from .union import (
     UNIT,
     UnionCalibration,
@@ -43,9 +44,13 @@ __all__ = [
     "key_counts_from_sums",
     "plan_key_counts",
     "private_key_counts",
+    "SIPS_RATIO",
+    "SIPS_ROUNDS",
+    "SipsCalibration",
     "UNIT",
     "UnionCalibration",
     "bound_contributions",
+    "calibrate_sips",
     "calibrate_union",
     "distinct_per_person",
     "new_item_weight",
@@ -55,6 +60,8 @@ __all__ = [
     "policy_laplace_union",
     "private_vocabulary",
     "private_vocabulary_from_sums",
+    "sips_fractions",
+    "sips_union",
     "union_histogram",
     "vocabulary_sum_columns",
     "weighted_gaussian_union",

@@ -89,6 +89,7 @@ UNIT = 1 << UNIT_BITS  # one person's unit of weight, in lattice steps
 _MARGIN = 1e-9
 _TRUNCATION = 1.0 / (1.0 - 2.0 * math.exp(-480.0))
 NOISES = ("laplace", "gaussian")
+ALGORITHMS = ("weighted", "policy", "sips")
 
 
 @dataclass(frozen=True)
@@ -257,20 +258,25 @@ def calibrate_union(
             lo, hi = (lo, mid) if ok(mid) else (mid, hi)
         scale = hi
     target = (dlt - delta_g) * (1 - _MARGIN)
-    lo = unit  # T - a >= 1 for every weight a <= unit
-    if _delta_new(lo + 1, noise, scale, max_items, unit, policy) <= target:
-        t_hi = lo + 1
-    else:
-        t_hi = lo + scale
-        while _delta_new(t_hi, noise, scale, max_items, unit, policy) > target:
-            lo, t_hi = t_hi, t_hi + 2 * (t_hi - unit)
-        while t_hi - lo > 1:
-            mid = (lo + t_hi) // 2
-            ok_mid = _delta_new(mid, noise, scale, max_items, unit, policy) <= target
-            lo, t_hi = (lo, mid) if ok_mid else (mid, t_hi)
+    t_hi = _threshold(noise, int(scale), max_items, unit, target, policy)
     d_new = _delta_new(t_hi, noise, scale, max_items, unit, policy)
     cutoff = int(t_hi) + math.ceil(margin * scale) if policy else 0
     return UnionCalibration(noise, eps, dlt, max_items, unit, int(scale), int(t_hi), delta_g, d_new, policy, cutoff)
+
+
+def _threshold(noise: str, scale: int, max_items: int, unit: int, target: float, policy: bool = False) -> int:
+    """The smallest integer threshold ``T > unit`` whose :func:`_delta_new` is at most ``target``."""
+    lo = unit  # T - a >= 1 for every weight a <= unit
+    if _delta_new(lo + 1, noise, scale, max_items, unit, policy) <= target:
+        return lo + 1
+    t_hi = lo + scale
+    while _delta_new(t_hi, noise, scale, max_items, unit, policy) > target:
+        lo, t_hi = t_hi, t_hi + 2 * (t_hi - unit)
+    while t_hi - lo > 1:
+        mid = (lo + t_hi) // 2
+        ok_mid = _delta_new(mid, noise, scale, max_items, unit, policy) <= target
+        lo, t_hi = (lo, mid) if ok_mid else (mid, t_hi)
+    return t_hi
 
 
 def bound_contributions(
@@ -472,11 +478,17 @@ def plan_vocabulary(
     policy: bool = False,
     count_fraction: float = 0.5,
     cutoff_margin: float = 3.0,
+    *,
+    algorithm: str | None = None,
+    rounds: int | None = None,
+    ratio: float | None = None,
 ) -> dict:
     """Check every parameter of :func:`private_vocabulary` and split its budget, before any data is read:
     every refusal depends on the parameters alone (the counts' calibration is checked for a public bound of
     ``2^31`` released items, so that how many items the selection released cannot decide a refusal)."""
     eps, dlt, max_items = _check(epsilon, delta, max_items, noise)
+    algo = _algorithm(algorithm, policy, noise, rounds, ratio)
+    policy = algo == "policy"
     try:
         frac = float(count_fraction)
     except (TypeError, ValueError):
@@ -489,7 +501,14 @@ def plan_vocabulary(
         eps_set = math.nextafter(eps_set, 0.0)
     delta_count = dlt / 2 if (noise == "gaussian" and frac > 0) else 0.0
     delta_set = dlt - delta_count
-    cal = calibrate_union(eps_set, delta_set, max_items, noise, policy=policy, cutoff_margin=cutoff_margin)
+    if algo == "sips":
+        from .sips import SIPS_RATIO, SIPS_ROUNDS, calibrate_sips
+
+        rounds = SIPS_ROUNDS if rounds is None else rounds
+        ratio = SIPS_RATIO if ratio is None else ratio
+        cal = calibrate_sips(eps_set, delta_set, max_items, rounds, ratio)
+    else:
+        cal = calibrate_union(eps_set, delta_set, max_items, noise, policy=policy, cutoff_margin=cutoff_margin)
     if frac > 0:
         try:
             if noise == "laplace":
@@ -509,7 +528,25 @@ def plan_vocabulary(
         "epsilon_counts": eps_count,
         "delta_counts": delta_count,
         "calibration": cal,
+        "algorithm": algo,
     }
+
+
+def _algorithm(algorithm: str | None, policy: bool, noise: str, rounds, ratio) -> str:
+    """The selection algorithm: ``algorithm``, or ``"policy"``/``"weighted"`` from the ``policy`` flag."""
+    if algorithm is None:
+        algo = "policy" if policy else "weighted"
+    elif algorithm not in ALGORITHMS:
+        raise ParameterError(f"the algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    else:
+        algo = algorithm
+    if policy and algo != "policy":
+        raise ParameterError(f"policy=True (--policy) is the policy algorithm; it cannot be combined with {algo!r}")
+    if algo == "sips" and noise != "gaussian":
+        raise ParameterError("DP-SIPS runs rounds of the weighted Gaussian union: use the Gaussian noise")
+    if algo != "sips" and (rounds is not None or ratio is not None):
+        raise ParameterError("rounds and ratio are DP-SIPS's schedule (algorithm 'sips')")
+    return algo
 
 
 def private_vocabulary(
@@ -524,6 +561,9 @@ def private_vocabulary(
     policy: bool = False,
     count_fraction: float = 0.5,
     cutoff_margin: float = 3.0,
+    algorithm: str | None = None,
+    rounds: int | None = None,
+    ratio: float | None = None,
     rng: RngLike = None,
 ) -> Release:
     """Which items, and how many persons hold each: a weighted set union, then a noisy person count of every
@@ -549,6 +589,11 @@ def private_vocabulary(
         set alone.
     cutoff_margin:
         The policy's ``alpha`` (:func:`policy_laplace_union`).
+    algorithm:
+        ``"weighted"`` (the default), ``"policy"`` (as ``policy=True``) or ``"sips"``: DP-SIPS
+        (:mod:`userdp.vocabulary.sips`), ``rounds`` rounds of the weighted Gaussian union on the items not
+        yet released, schedule ``ratio`` (defaults 3 and 4); its counts count each person's kept items of
+        the first round.
 
     Returns
     -------
@@ -558,11 +603,22 @@ def private_vocabulary(
         each), plus lattice noise of the stated standard deviation. Guarantee: ``ApproxDP(epsilon, delta)``,
         add/remove one person (sequential composition of the two steps).
     """
-    plan = plan_vocabulary(epsilon, delta, max_items, noise, policy, count_fraction, cutoff_margin)
+    plan = plan_vocabulary(
+        epsilon, delta, max_items, noise, policy, count_fraction, cutoff_margin,
+        algorithm=algorithm, rounds=rounds, ratio=ratio,
+    )  # fmt: skip
     cal = plan["calibration"]
+    policy = plan["algorithm"] == "policy"
     src = resolve_rng(rng)
     labels = np.asarray(labels)
     _check_codes(items, labels.size)
+    if plan["algorithm"] == "sips":
+        from .sips import sips_rounds
+
+        off, its = distinct_per_person(offsets, items)
+        chosen, _, _, first_kept = sips_rounds(off, its, labels.size, cal, src)
+        holders = np.bincount(first_kept, minlength=labels.size)  # at most max_items per person
+        return _vocabulary_release(labels, None, holders, None, plan, False, src, chosen)
     off, its = bound_contributions(offsets, items, cal.max_items, src)
     hist, held_any = _histogram(off, its, labels.size, cal, src)
     holders = np.bincount(its, minlength=labels.size)
@@ -597,13 +653,15 @@ def private_vocabulary_from_sums(
     return _vocabulary_release(labels, sums[:, 0], holders, holders > 0, plan, False, resolve_rng(rng))
 
 
-def _vocabulary_release(labels, hist, holders, held_any, plan, policy, src) -> Release:
+def _vocabulary_release(labels, hist, holders, held_any, plan, policy, src, chosen=None) -> Release:
     eps, dlt, max_items, frac = plan["epsilon"], plan["delta"], plan["max_items"], plan["count_fraction"]
     eps_set, delta_set = plan["epsilon_set"], plan["delta_set"]
     eps_count, delta_count = plan["epsilon_counts"], plan["delta_counts"]
     cal = plan["calibration"]
     noise = cal.noise
-    chosen, _ = _select(hist, cal, src, held_any)
+    sips = plan.get("algorithm") == "sips"
+    if chosen is None:
+        chosen, _ = _select(hist, cal, src, held_any)
     counts = None
     count_sd = None
     if frac > 0:
@@ -623,16 +681,31 @@ def _vocabulary_release(labels, hist, holders, held_any, plan, policy, src) -> R
         if policy
         else f"a person with k kept items gives each {'1/k' if noise == 'laplace' else '1/sqrt(k)'}"
     )
+    if sips:
+        sel = (
+            f"in each of {len(cal.rounds)} rounds, on the items not released yet, an item held by persons of total "
+            f"weight h ({how}, k among the items left) is released with probability P(h + noise >= T), T = "
+            + ", ".join(f"{t:.4g}" for t in cal.thresholds)
+            + ", noise sd "
+            + ", ".join(f"{x:.3g}" for x in cal.noise_sds)
+        )
+    else:
+        sel = (
+            f"an item held by persons of total weight h ({how}) is released with probability "
+            f"P(h + noise >= {cal.threshold_in_persons:.4g}), noise sd {cal.noise_sd_in_persons:.3g}"
+        )
     error = ErrorStatement(
-        f"an item held by persons of total weight h ({how}) is released with probability "
-        f"P(h + noise >= {cal.threshold_in_persons:.4g}), noise sd {cal.noise_sd_in_persons:.3g}; an item only one "
-        f"person holds, with probability at most {cal.delta_new:.3g}"
+        f"{sel}; an item only one person holds, with probability at most {cal.delta_new:.3g}"
         + (f"; each count has noise sd {count_sd:.3g} and counts at most {max_items} items per person" if frac else "")
     )
     return Release(
         {"items": labels[chosen][order], "counts": None if counts is None else np.asarray(counts)[order]},
         guarantee,
-        f"{'policy' if policy else 'weighted'} {noise} set union (Gopi et al. 2020)"
+        (
+            f"DP-SIPS, {len(cal.rounds)} rounds of the weighted gaussian set union (Swanberg et al. 2023)"
+            if sips
+            else f"{'policy' if policy else 'weighted'} {noise} set union (Gopi et al. 2020)"
+        )
         + (" + noisy person counts" if frac else ""),
         {
             "epsilon": eps,
@@ -640,6 +713,10 @@ def _vocabulary_release(labels, hist, holders, held_any, plan, policy, src) -> R
             "max_items": max_items,
             "noise": noise,
             "policy": bool(policy),
+            "algorithm": plan.get("algorithm", "policy" if policy else "weighted"),
+            "rounds": len(cal.rounds) if sips else None,
+            "thresholds": list(cal.thresholds) if sips else None,
+            "noise_sds": list(cal.noise_sds) if sips else None,
             "cutoff": cal.cutoff / cal.unit if policy else None,
             "count_fraction": frac,
             "epsilon_set": eps_set,

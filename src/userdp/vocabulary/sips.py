@@ -1,0 +1,266 @@
+"""DP-SIPS (Swanberg, Desfontaines & Haney 2023, "DP-SIPS: a simpler, more scalable mechanism for
+differentially private partition selection"): rounds of the weighted Gaussian set union, each round run on
+what the earlier rounds left.
+
+**The mechanism.** A schedule splits the budget over ``r`` rounds with fractions ``f_1, ..., f_r`` (summing
+to 1; geometric, ``f_i ∝ ratio^(i-1)``, so that later rounds, which see only the items still unreleased,
+get more). Let ``S_0`` be empty. Round ``i``:
+
+1. every person removes from their set the items of ``S_{i-1}`` (released so far), then keeps at most
+   ``max_items`` of what remains (a uniformly random subset, fresh randomness each round) and gives each of
+   their ``k`` kept items the weight ``floor(U / sqrt(k))`` (:func:`~userdp.vocabulary.person_weights`, l2
+   norm at most ``U``: the weighted Gaussian union of :mod:`userdp.vocabulary.union`);
+2. every item some person kept this round gets discrete Gaussian noise of variance ``w_i^2`` and is released
+   when its weight plus noise is at least ``T_i``: ``S_i = S_{i-1} ∪ {released}``.
+
+The output is ``S_r``. A person whose items were released early spends their whole unit on the rest in
+later rounds (their ``k`` shrinks, each weight grows): this is where DP-SIPS gains over one round.
+
+**Calibration.** ``delta = delta_G + delta_N`` with ``delta_G = delta / 2`` (as the one-round union). The
+widths are ``w_i = ceil(c / sqrt(f_i))`` for the smallest integer ``c`` with
+``zcdp_delta(sum_i U^2 / (2 w_i^2), epsilon) * K^r + 2 r exp(-480) <= delta_G`` (``K = 1 / (1 - 2
+exp(-480))`` and ``2 exp(-480)``: the sampler's cut at ``32 w``, counted once per round as the one-round
+union counts it once); with one round this is :func:`~userdp.vocabulary.calibrate_union`'s width. Round
+``i``'s threshold ``T_i`` is the smallest integer whose new-item bound ``delta_N,i = max_k k P[Z_i >= T_i -
+a_k]`` (the sampler's tail, :mod:`userdp.vocabulary.union`) is at most ``f_i delta_N``, so
+``sum_i delta_N,i <= delta_N``.
+
+**Privacy: (epsilon, delta)-DP for adding or removing one person p.** Let ``D`` be the smaller dataset and
+``D' = D + p``. Fix every person's bounding randomness (the proof holds for each fixed value, hence for the
+mixture). In round ``i`` of a run on ``D'`` call an item *new* when p kept it and no person of ``D`` did.
+
+1. *The auxiliary mechanism.* Let ``M'`` run on ``D'`` as ``M`` does, except that new items are never
+   released (their noise is drawn and ignored). Couple ``M(D')`` and ``M'(D')`` on the same randomness:
+   they agree until the first round in which a new item passes its threshold; call ``B`` that event.
+2. *Each round of* ``M'(D')`` *against* ``M(D)`` *is a Gaussian mechanism.* Given the history ``S_{i-1}``
+   (the same in both runs), the persons of ``D`` keep the same items in both, so the candidates of ``M(D)``
+   (items a person of ``D`` kept) are exactly the candidates ``M'(D')`` may release, and the two noisy
+   histograms on them differ by p's vector restricted to them, of l2 norm at most ``U``. The discrete
+   Gaussian of variance ``w_i^2`` is ``rho_i = U^2 / (2 w_i^2)``-zCDP for that (Canonne, Kamath & Steinke
+   2020, Theorem 14), and the round's output is post-processing of it.
+3. *Composition.* zCDP composes adaptively by adding ``rho`` (Bun & Steinke 2016, Lemma 2.3), so ``M(D)``
+   and ``M'(D')`` are ``rho = sum_i rho_i``-zCDP apart in both directions, hence ``(epsilon, delta_G)``
+   indistinguishable (Canonne, Kamath & Steinke 2020, Corollary 13; the truncation factors as above). For
+   Gaussian rounds adding the ``rho_i`` loses nothing: ``r`` Gaussians of widths ``w_i`` are one Gaussian
+   of ``1 / w^2 = sum_i 1 / w_i^2``, so the composition is exact in zCDP (a PLD accountant cannot do better
+   on the Gaussian part; the threshold's part is not a Gaussian's and is counted separately, step 4).
+4. *The new items.* Given the whole trajectory of ``M'(D')``, a new item of round ``i`` passes with
+   probability at most ``delta_N,i`` whatever p's ``k <= max_items`` kept items are (its weight is
+   ``a_k``; the noise of new items is independent of the trajectory), so ``P[B | trajectory] <= sum_i
+   delta_N,i <= delta_N`` by the union bound.
+5. *Assembly* (the one-round argument of :mod:`userdp.vocabulary.union`, with ``x = P[M'(D') in E]``): by
+   steps 1 and 4, ``(1 - delta_N) x <= P[M(D') in E] <= x + delta_N``; by step 3, ``P[M(D) in E] <= min(1,
+   e^eps x + delta_G)`` and ``x <= e^eps P[M(D) in E] + delta_G``. Hence ``P[M(D) in E] - e^eps P[M(D')
+   in E] <= max_x min(1, e^eps x + delta_G) - e^eps x (1 - delta_N) <= delta_G + delta_N`` and ``P[M(D')
+   in E] <= e^eps P[M(D) in E] + delta_G + delta_N``.
+
+Removing released items is what makes the mechanism adaptive; it is covered by step 2 (the history is
+public to both runs). Skipping it would be private too (and release less). The exact auditor
+(:func:`userdp.audit.audit_sips`) checks the guarantee on small instances, and catches rounds calibrated
+each for the whole ``rho`` or each for the whole ``delta_N``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..noise import RngLike, resolve_rng, zcdp_delta
+from .union import (
+    _MARGIN,
+    _TRUNCATION,
+    UNIT,
+    UnionCalibration,
+    _check,
+    _check_codes,
+    _delta_new,
+    _select,
+    _threshold,
+    bound_contributions,
+    distinct_per_person,
+    union_histogram,
+)
+
+__all__ = ["SIPS_RATIO", "SIPS_ROUNDS", "SipsCalibration", "calibrate_sips", "sips_fractions", "sips_union"]
+
+SIPS_ROUNDS = 3
+SIPS_RATIO = 4.0
+
+
+@dataclass(frozen=True)
+class SipsCalibration:
+    """The public parameters of DP-SIPS: one :class:`~userdp.vocabulary.UnionCalibration` per round (its
+    ``scale`` the round's width ``w_i``, its ``threshold`` ``T_i``, its ``delta_new`` the round's
+    ``delta_N,i``; its ``delta_gaussian`` the whole release's ``delta_G``), the budget fractions, and the
+    totals.
+
+    Attributes
+    ----------
+    rho:
+        ``sum_i U^2 / (2 w_i^2)``: the rounds' zCDP parameter together (in units of one person's weight).
+    delta_gaussian, delta_new:
+        ``delta_G`` and ``sum_i delta_N,i``; their sum is at most ``delta``.
+    """
+
+    epsilon: float
+    delta: float
+    max_items: int
+    unit: int
+    fractions: tuple[float, ...]
+    rounds: tuple[UnionCalibration, ...]
+    rho: float
+    delta_gaussian: float
+    delta_new: float
+    noise: str = "gaussian"
+    policy: bool = False
+    cutoff: int = 0
+
+    @property
+    def threshold_in_persons(self) -> float:
+        """The last round's threshold in persons' weight (the rounds' thresholds: :attr:`thresholds`)."""
+        return self.rounds[-1].threshold_in_persons
+
+    @property
+    def noise_sd_in_persons(self) -> float:
+        """The last round's noise standard deviation in persons' weight."""
+        return self.rounds[-1].noise_sd_in_persons
+
+    @property
+    def thresholds(self) -> tuple[float, ...]:
+        """Each round's threshold in persons' weight."""
+        return tuple(c.threshold_in_persons for c in self.rounds)
+
+    @property
+    def noise_sds(self) -> tuple[float, ...]:
+        """Each round's noise standard deviation in persons' weight."""
+        return tuple(c.noise_sd_in_persons for c in self.rounds)
+
+
+def _check_schedule(rounds: int, ratio: float) -> tuple[int, float]:
+    if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or not 1 <= rounds <= 10:
+        raise ParameterError(f"rounds must be a whole number in [1, 10], got {rounds!r}")
+    try:
+        q = float(ratio)
+    except (TypeError, ValueError):
+        raise ParameterError(f"ratio must be a number in [0.1, 10], got {ratio!r}") from None
+    if not (math.isfinite(q) and 0.1 <= q <= 10.0):
+        raise ParameterError(f"ratio must lie in [0.1, 10], got {ratio!r}")
+    return int(rounds), q
+
+
+def sips_fractions(rounds: int = SIPS_ROUNDS, ratio: float = SIPS_RATIO) -> tuple[float, ...]:
+    """The budget schedule: round ``i`` (from 1) gets ``ratio^(i-1) / sum_j ratio^(j-1)`` of ``rho`` and of
+    ``delta_N``. The fractions are floats; the calibration checks the sums it relies on, not the fractions."""
+    r, q = _check_schedule(rounds, ratio)
+    raw = [q**i for i in range(r)]
+    total = math.fsum(raw)
+    return tuple(x / total for x in raw)
+
+
+def calibrate_sips(
+    epsilon: float,
+    delta: float,
+    max_items: int,
+    rounds: int = SIPS_ROUNDS,
+    ratio: float = SIPS_RATIO,
+    unit: int = UNIT,
+) -> SipsCalibration:
+    """The widths and thresholds of DP-SIPS's rounds for ``(epsilon, delta)``-DP, add or remove one person
+    (see the module's proof): half of ``delta`` to the rounds' Gaussian histograms together (zCDP, exact
+    composition), half to the new items, split over the rounds by the schedule."""
+    eps, dlt, max_items = _check(epsilon, delta, max_items, "gaussian")
+    r, q = _check_schedule(rounds, ratio)
+    fr = sips_fractions(r, q)
+    delta_g = dlt / 2
+    goal = delta_g * (1 - _MARGIN)
+    uu = float(unit) * float(unit)
+
+    def widths(c: int) -> list[int]:
+        return [max(1, math.ceil(c / math.sqrt(f))) for f in fr]
+
+    def rho_of(ws: list[int]) -> float:
+        return math.fsum(uu / (2.0 * w * w) for w in ws)
+
+    def ok(c: int) -> bool:  # the rounds' Gaussians together, each sampler's cut counted as in one round
+        return zcdp_delta(rho_of(widths(c)), eps) * _TRUNCATION**r + 2 * r * math.exp(-480) <= goal
+
+    lo, hi = 1, unit
+    while not ok(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    ws = widths(hi)
+    delta_n = dlt - delta_g
+    cals = []
+    for f, w in zip(fr, ws, strict=True):
+        t = _threshold("gaussian", w, max_items, unit, f * delta_n * (1 - _MARGIN))
+        d_new = _delta_new(t, "gaussian", w, max_items, unit)
+        cals.append(UnionCalibration("gaussian", eps, dlt, max_items, unit, int(w), int(t), delta_g, d_new))
+    d_new_total = math.fsum(c.delta_new for c in cals)
+    if d_new_total > delta_n:  # pragma: no cover - each round is at most its share (1 - 1e-9), shares sum to 1
+        raise ParameterError("the rounds' thresholds exceed the new items' share of delta")
+    return SipsCalibration(eps, dlt, max_items, unit, fr, tuple(cals), rho_of(ws), delta_g, d_new_total)
+
+
+def sips_rounds(
+    offsets: np.ndarray, items: np.ndarray, n_items: int, cal: SipsCalibration, rng: RngLike = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Run the rounds on persons in CSR form (each person's items distinct, codes in ``[0, n_items)``).
+
+    Returns
+    -------
+    (codes, rounds, noisy, first_kept)
+        The released codes (ascending), the round (from 1) that released each, its noisy weight in that
+        round's lattice steps, and the items every person kept in round 1 (their codes, for the counts: one
+        person holds at most ``max_items`` of them).
+    """
+    src = resolve_rng(rng)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    items = np.asarray(items, dtype=np.int64)
+    person = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+    released = np.zeros(int(n_items), dtype=bool)
+    codes, when, values = [], [], []
+    first_kept = np.empty(0, dtype=np.int64)
+    for i, rc in enumerate(cal.rounds):
+        left = ~released[items]  # each person removes the items released so far
+        deg = np.bincount(person[left], minlength=offsets.size - 1)
+        off = np.r_[0, np.cumsum(deg)].astype(np.int64)
+        off, its = bound_contributions(off, items[left], cal.max_items, src)
+        if i == 0:
+            first_kept = its
+        hist = union_histogram(off, its, n_items, "gaussian", cal.unit)
+        chosen, noisy = _select(hist, rc, src)
+        released[chosen] = True
+        codes.append(chosen)
+        when.append(np.full(chosen.size, i + 1, dtype=np.int64))
+        values.append(noisy)
+    c = np.concatenate(codes)
+    order = np.argsort(c, kind="stable")
+    return c[order], np.concatenate(when)[order], np.concatenate(values)[order], first_kept
+
+
+def sips_union(
+    offsets: np.ndarray,
+    items: np.ndarray,
+    n_items: int,
+    epsilon: float,
+    delta: float,
+    max_items: int = 100,
+    rounds: int = SIPS_ROUNDS,
+    ratio: float = SIPS_RATIO,
+    rng: RngLike = None,
+) -> tuple[np.ndarray, np.ndarray, SipsCalibration]:
+    """DP-SIPS set union (see the module): ``rounds`` rounds of the weighted Gaussian union, each on the
+    items not yet released, with the geometric schedule ``ratio``.
+
+    Parameters and returns as :func:`~userdp.vocabulary.weighted_gaussian_union`; the noisy weights are in
+    the lattice steps of the round that released each item (:func:`sips_rounds` also says which)."""
+    cal = calibrate_sips(epsilon, delta, max_items, rounds, ratio)
+    _check_codes(items, n_items)
+    off, its = distinct_per_person(offsets, items)
+    codes, _, noisy, _ = sips_rounds(off, its, n_items, cal, rng)
+    return codes, noisy, cal

@@ -1,0 +1,188 @@
+"""DP-SIPS (rounds of the weighted Gaussian union on the items not yet released): the calibration's zCDP
+composition and thresholds, an exact audit of the output law with broken schedules caught, the sampler path's
+noise scale, the removal of released items, and the refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from userdp.errors import ParameterError
+from userdp.noise import zcdp_delta
+from userdp.vocabulary import UNIT, calibrate_sips, calibrate_union, sips_fractions, sips_union
+from userdp.vocabulary.union import _TRUNCATION, _delta_new
+
+
+def test_the_schedule_is_geometric_and_sums_to_one():
+    assert sips_fractions(3, 4.0) == pytest.approx((1 / 21, 4 / 21, 16 / 21), rel=1e-15)
+    assert sips_fractions(2, 1.0) == (0.5, 0.5)
+    assert math.fsum(sips_fractions(4, 2.0)) == pytest.approx(1.0, abs=1e-15)
+
+
+def test_one_round_is_the_weighted_gaussian_union():
+    """With one round, DP-SIPS is today's weighted Gaussian union: the same width and threshold."""
+    for eps, delta, m in ((1.0, 1e-5, 100), (4.0, 1e-8, 10), (0.5, 1e-3, 1)):
+        one, sips = calibrate_union(eps, delta, m, "gaussian"), calibrate_sips(eps, delta, m, 1)
+        assert (sips.rounds[0].scale, sips.rounds[0].threshold) == (one.scale, one.threshold)
+
+
+@pytest.mark.parametrize(("eps", "delta", "max_items", "rounds", "ratio"),
+                         [(1.0, 1e-5, 100, 3, 4.0), (4.0, 1e-5, 10, 2, 1.0), (0.5, 1e-8, 300, 4, 2.0)])  # fmt: skip
+def test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest(eps, delta, max_items, rounds, ratio):
+    """The widths w_i = ceil(c / sqrt(f_i)): the rounds' rho = sum U^2 / (2 w_i^2) together give at most
+    delta / 2 at epsilon (zCDP composes by adding rho), and c - 1 does not (the smallest); each round's
+    threshold bounds a new item by its share f_i of the other half and is the smallest that does."""
+    cal = calibrate_sips(eps, delta, max_items, rounds, ratio)
+    fr = sips_fractions(rounds, ratio)
+    assert cal.delta_gaussian == delta / 2 and cal.fractions == fr and len(cal.rounds) == rounds
+    ws = [c.scale for c in cal.rounds]
+    rho = math.fsum(UNIT * UNIT / (2.0 * w * w) for w in ws)
+    assert cal.rho == rho and zcdp_delta(rho, eps) * _TRUNCATION**rounds <= delta / 2
+    c = round(ws[0] * math.sqrt(fr[0]))  # the common constant: w_i = ceil(c / sqrt(f_i))
+    c = next(x for x in (c - 1, c, c + 1) if [math.ceil(x / math.sqrt(f)) for f in fr] == ws)
+    smaller = [math.ceil((c - 1) / math.sqrt(f)) for f in fr]
+    assert zcdp_delta(math.fsum(UNIT * UNIT / (2.0 * w * w) for w in smaller), eps) > delta / 2 * (1 - 1e-6)
+    total = 0.0
+    for f, rc in zip(fr, cal.rounds, strict=True):
+        share = f * (delta - delta / 2)
+        assert rc.delta_new == _delta_new(rc.threshold, "gaussian", rc.scale, max_items, UNIT) <= share
+        assert _delta_new(rc.threshold - 1, "gaussian", rc.scale, max_items, UNIT) > share * (1 - 1e-6)
+        total += rc.delta_new
+    assert cal.delta_new == pytest.approx(total, rel=1e-12) and total <= delta / 2
+
+
+TINY = [[[0]], [[0, 1]], [[0, 1], [1, 2]], [[0], [0, 1], [0, 2, 3]], [[0, 1], [0, 1], [2]], [[0]] * 6 + [[0, 1]]]
+
+
+def test_exact_audit_of_the_rounds_with_broken_schedules_caught():
+    """The exact law of the rounds (every kept subset in every round, released items removed, the sampler's
+    exact tails) over remove-one-person neighbours: within (epsilon, delta); rounds whose thresholds each take
+    the whole new-item share of delta (the shares not split over the rounds), or the lowest threshold of all
+    rounds in each, are refuted."""
+    from userdp.audit import audit_sips
+    from userdp.vocabulary.union import _threshold
+
+    eps, delta, m = 1.0, 1e-2, 2
+    for rounds, ratio in ((2, 1.0), (3, 4.0)):
+        res = audit_sips(TINY, eps, delta, m, rounds=rounds, ratio=ratio)
+        assert res.passed, str(res)
+    cal = calibrate_sips(eps, delta, m, 2, 1.0, unit=16)
+    whole = dataclasses.replace(cal, rounds=tuple(
+        dataclasses.replace(c, threshold=_threshold("gaussian", c.scale, m, 16, (delta / 2) * (1 - 1e-9)))
+        for c in cal.rounds))  # fmt: skip
+    assert not audit_sips(TINY, eps, delta, m, calibration=whole).passed
+    low = dataclasses.replace(cal, rounds=tuple(dataclasses.replace(c, threshold=c.threshold - 12) for c in cal.rounds))
+    assert not audit_sips(TINY, eps, delta, m, calibration=low).passed
+
+
+def _hist_rounds(monkeypatch):
+    """Record every round's histogram (the real one, from the real bounding)."""
+    import userdp.vocabulary.sips as sips
+
+    seen = []
+    real = sips.union_histogram
+
+    def spy(*args, **kwargs):
+        h = real(*args, **kwargs)
+        seen.append(h.copy())
+        return h
+
+    monkeypatch.setattr(sips, "union_histogram", spy)
+    return seen
+
+
+def test_each_round_removes_the_items_released_before_bounding(monkeypatch):
+    """Item 0 is held by 2,000 persons (released in round 1); three persons hold items 0 and 1 and keep one
+    of them (max_items 1). In round 2 item 0 is gone from their sets, so they all keep item 1: its weight is
+    3 U (in round 1 it got U per person who happened to keep it)."""
+    seen = _hist_rounds(monkeypatch)
+    persons = [[0]] * 2000 + [[0, 1]] * 3
+    offsets = np.r_[0, np.cumsum([len(p) for p in persons])]
+    items = np.array([i for p in persons for i in p])
+    checked = 0
+    for seed in range(20):
+        seen.clear()
+        codes, _, cal = sips_union(offsets, items, 2, 4.0, 1e-5, max_items=1, rounds=2, ratio=1.0, rng=seed)
+        r1, r2 = seen
+        assert r1[0] >= 2000 * UNIT and r1[1] in (0, UNIT, 2 * UNIT, 3 * UNIT) and r1[0] + r1[1] == 2003 * UNIT
+        if 0 in codes and r1[1] + 0 < cal.rounds[0].threshold and r2[0] == 0:
+            assert r2[1] == 3 * UNIT or 1 in codes and r2[1] == 0
+            checked += r2[1] == 3 * UNIT
+    assert checked >= 10
+
+
+def test_the_sampler_path_has_the_stated_noise_in_every_round():
+    """Two groups of 3,000 items, each item held by h persons who hold nothing else (weight h U in every round
+    until released), h chosen so that about 15% and 85% of a group are released: each group's share released
+    matches 1 - prod_i P[Z_i < T_i - h U] with the calibration's widths and thresholds (the discrete Gaussian
+    through the continuity-corrected normal) within 4 standard errors; widths 30% smaller or larger in every
+    round predict shares more than 8 standard errors away (4 beyond the band), so they are rejected."""
+    from scipy.stats import norm
+
+    eps, delta, m, n = 1.0, 1e-5, 10, 3000
+    cal = calibrate_sips(eps, delta, m)
+
+    def share(h, scale=1.0):
+        keep_out = 1.0
+        for rc in cal.rounds:
+            keep_out *= norm.cdf((rc.threshold - h * UNIT - 0.5) / (rc.scale * scale))
+        return 1.0 - keep_out
+
+    hs = [min(range(1, 400), key=lambda x, t=t: abs(share(x) - t)) for t in (0.15, 0.85)]
+    offsets = np.arange(n * sum(hs) + 1)
+    items = np.r_[np.repeat(np.arange(n), hs[0]), np.repeat(np.arange(n, 2 * n), hs[1])]
+    codes, _, _ = sips_union(offsets, items, 2 * n, eps, delta, max_items=m, rng=3)
+    for g, h in enumerate(hs):
+        p = share(h)
+        se = math.sqrt(p * (1 - p) / n)
+        got = np.count_nonzero((codes >= g * n) & (codes < (g + 1) * n)) / n
+        assert abs(got - p) <= 4 * se, (h, got, p)
+        for wrong in (0.7, 1.3):
+            assert abs(share(h, wrong) - p) > 8 * se, (h, wrong)  # outside the band by 4 SE
+
+
+def test_refusals():
+    from userdp.vocabulary import plan_vocabulary, private_vocabulary
+
+    with pytest.raises(ParameterError, match="rounds"):
+        calibrate_sips(1.0, 1e-5, 10, 0)
+    with pytest.raises(ParameterError, match="rounds"):
+        calibrate_sips(1.0, 1e-5, 10, 11)
+    with pytest.raises(ParameterError, match="rounds"):
+        calibrate_sips(1.0, 1e-5, 10, True)
+    for ratio in (0.05, 11.0, float("nan"), "x"):
+        with pytest.raises(ParameterError, match="ratio"):
+            calibrate_sips(1.0, 1e-5, 10, 3, ratio)
+    with pytest.raises(ParameterError, match="Gaussian"):
+        plan_vocabulary(1.0, 1e-5, 10, "laplace", algorithm="sips")
+    with pytest.raises(ParameterError, match="policy"):
+        plan_vocabulary(1.0, 1e-5, 10, "laplace", True, algorithm="sips")
+    with pytest.raises(ParameterError, match="algorithm"):
+        plan_vocabulary(1.0, 1e-5, 10, algorithm="mad")
+    with pytest.raises(ParameterError, match="DP-SIPS"):
+        plan_vocabulary(1.0, 1e-5, 10, rounds=3)
+    with pytest.raises(ParameterError, match="delta"):
+        calibrate_sips(1.0, 1e-200, 10)
+    with pytest.raises(ParameterError, match="item codes"):
+        private_vocabulary(np.array([0, 1]), np.array([5]), np.array(["a"]), 1.0, 1e-5, algorithm="sips")
+
+
+def test_private_vocabulary_with_sips_counts_the_first_round_s_kept_items():
+    """The release: items from the rounds, counts of the persons holding each among their first round's
+    kept items (at most max_items per person), the guarantee the whole (epsilon, delta)."""
+    from userdp.privacy.guarantees import ApproxDP, Neighbours
+    from userdp.vocabulary import private_vocabulary
+
+    persons = [[0, 1, 2]] * 300 + [[3]] * 40 + [[4]]
+    offsets = np.r_[0, np.cumsum([len(p) for p in persons])]
+    items = np.array([i for p in persons for i in p])
+    labels = np.array(list("abcde"))
+    rel = private_vocabulary(offsets, items, labels, 4.0, 1e-6, max_items=1, algorithm="sips", rng=2)
+    assert rel.guarantee == ApproxDP(4.0, 1e-6, Neighbours.ADD_REMOVE_USER)
+    assert rel.params["algorithm"] == "sips" and rel.params["rounds"] == 3 and "DP-SIPS" in rel.mechanism
+    got = dict(zip(rel.value["items"].tolist(), rel.value["counts"].tolist(), strict=True))
+    assert "e" not in got and {"a", "b", "c", "d"} <= set(got)
+    assert sum(got[x] for x in "abc") == pytest.approx(300, abs=6 * 3 * rel.params["count_sd"])  # 1 kept each
