@@ -54,6 +54,11 @@ def test_vocabulary_json_and_csv(records, tmp_path, capsys):
         (["--out", "v.txt"], ".csv"),
         (["--noise", "laplace", "--count-fraction", "1e-15"], "count"),
         (["--noise", "gaussian", "--policy"], "Laplace noise only"),
+        (["--algorithm", "sips", "--noise", "laplace"], "Gaussian"),
+        (["--algorithm", "sips", "--policy", "--noise", "laplace"], "policy"),
+        (["--rounds", "3"], "DP-SIPS"),
+        (["--algorithm", "sips", "--rounds", "11"], "rounds"),
+        (["--algorithm", "sips", "--ratio", "0"], "ratio"),
     ],
 )
 def test_vocabulary_refusals_write_and_charge_nothing(records, tmp_path, capsys, extra, message):
@@ -89,3 +94,16 @@ def test_vocabulary_with_the_policy_histogram(records, capsys):
     got = json.loads(capsys.readouterr().out)
     assert got["selection"] == "policy" and got["items_released"] == 2
     assert "lowest first" not in got["error"] and "none past" in got["error"]
+
+
+def test_vocabulary_with_dp_sips(records, tmp_path, capsys):
+    """``--algorithm sips``: DP-SIPS's rounds release the common items; the report names it; --help lists it."""
+    out = tmp_path / "v.csv"
+    argv = _argv(records, "--json", "--out", str(out), "--algorithm", "sips", "--rounds", "2", "--ratio", "1")
+    assert main([*argv[:7], "4", *argv[8:]]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["selection"] == "sips" and got["items_released"] == 2 and "rounds" in got["error"]
+    assert [r.split(",")[0] for r in out.read_text().splitlines()[1:]] == ["common", "half"]
+    with pytest.raises(SystemExit):
+        main(["vocabulary", "--help"])
+    assert "--algorithm" in capsys.readouterr().out

@@ -228,3 +228,24 @@ def test_on_spark_a_person_spread_over_partitions_counts_toward_at_most_max_item
     (sums,) = seen
     assert sums[:, 1].sum() == 200 * 3 and np.all(sums[:, 1] <= holders)
     assert np.array_equal(sums[:, 0], sums[:, 1] * _weight(3, "gaussian"))
+
+
+def test_the_sips_release_runs_the_rounds_and_states_them():
+    """``algorithm="sips"``: DP-SIPS's rounds (not the one-round union), its guarantee the whole budget, its
+    thresholds and widths stated; a Laplace noise or the policy flag with it is refused before the data."""
+    import pyarrow as pa
+
+    from userdp import releases
+    from userdp.errors import ParameterError
+    from userdp.privacy.guarantees import ApproxDP, Neighbours
+
+    users = np.repeat(np.arange(400), 3)
+    items = np.tile(["a", "b", "c"], 400)
+    table = pa.table({"user": users, "item": items})
+    rel = releases.vocabulary(table, 4.0, 1e-6, max_items=2, algorithm="sips", count_fraction=0.0, rng=1)
+    assert rel.guarantee == ApproxDP(4.0, 1e-6, Neighbours.ADD_REMOVE_USER)
+    assert "DP-SIPS" in rel.mechanism and rel.params["rounds"] == 3 and len(rel.params["thresholds"]) == 3
+    assert sorted(rel.value["items"].tolist()) == ["a", "b", "c"]
+    for bad in ({"noise": "laplace"}, {"policy": True}, {"rounds": 0}):
+        with pytest.raises(ParameterError):
+            releases.vocabulary("/nonexistent.csv", 4.0, 1e-6, algorithm="sips", **bad)

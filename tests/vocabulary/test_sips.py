@@ -186,3 +186,21 @@ def test_private_vocabulary_with_sips_counts_the_first_round_s_kept_items():
     got = dict(zip(rel.value["items"].tolist(), rel.value["counts"].tolist(), strict=True))
     assert "e" not in got and {"a", "b", "c", "d"} <= set(got)
     assert sum(got[x] for x in "abc") == pytest.approx(300, abs=6 * 3 * rel.params["count_sd"])  # 1 kept each
+
+
+def test_each_round_bounds_each_person_to_max_items_of_what_is_left(monkeypatch):
+    """One person holding 1,000 items (and a crowd holding item 0, released in round 1): in every round the
+    person's vector has at most max_items = 10 entries of weight floor(U / sqrt(k)), l2 norm at most U."""
+    from userdp.vocabulary import person_weights
+
+    seen = _hist_rounds(monkeypatch)
+    persons = [list(range(1000))] + [[0]] * 500
+    offsets = np.r_[0, np.cumsum([len(p) for p in persons])]
+    items = np.array([i for p in persons for i in p])
+    sips_union(offsets, items, 1000, 1.0, 1e-5, max_items=10, rng=1)
+    assert len(seen) == 3
+    a = int(person_weights(np.array([10]), "gaussian")[0])
+    for h in seen:
+        mine = h[1:]  # the person alone holds items 1..999
+        assert np.count_nonzero(mine) <= 10 and set(mine[mine > 0].tolist()) <= {a}
+        assert int((mine.astype(np.int64) ** 2).sum()) <= UNIT * UNIT

@@ -7,6 +7,7 @@ from . import Mutant
 _RD = "tests/releases/test_distinct.py::"
 _RV = "tests/releases/test_vocabulary.py::"
 _RC = "tests/releases/test_counts.py::"
+_RS = "tests/vocabulary/test_sips.py::"
 
 MUTANTS: list[Mutant] = [
     # --- per-key counts (the review's survivors first) ---------------------------------------------------------
@@ -311,5 +312,126 @@ MUTANTS: list[Mutant] = [
         ":",
         ("tests/vocabulary/test_counts.py::test_the_batch_lookup_sees_a_key_list_changed_in_place_and_is_not_kept_after_a_release",),
         "a key list changed in place is restricted with its old lookup: records counted on keys not asked for",
+    ),
+    # --- DP-SIPS (vocabulary/sips.py) -------------------------------------------------------------------------
+    Mutant(
+        "sips-width-times-sqrt-fraction",
+        "noise-scale",
+        "vocabulary/sips.py",
+        "return [max(1, math.ceil(c / math.sqrt(f))) for f in fr]",
+        "return [max(1, math.ceil(c * math.sqrt(f))) for f in fr]",
+        (_RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",
+         _RS + "test_the_sampler_path_has_the_stated_noise_in_every_round"),
+        "each round's width shrinks with its share of the budget instead of growing: the rounds get less noise "
+        "than their rho allows",
+    ),
+    Mutant(
+        "sips-rho-not-summed-over-rounds",
+        "budget-split",
+        "vocabulary/sips.py",
+        "return math.fsum(uu / (2.0 * w * w) for w in ws)",
+        "return max(uu / (2.0 * w * w) for w in ws)",
+        (_RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",),
+        "the rounds' zCDP parameters are not added up (the largest one stands for all): the composed release "
+        "spends up to r times the rho its delta was calibrated for",
+    ),
+    Mutant(
+        "sips-gaussian-takes-whole-delta",
+        "budget-split",
+        "vocabulary/sips.py",
+        "goal = delta_g * (1 - _MARGIN)",
+        "goal = dlt * (1 - _MARGIN)",
+        (_RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",),
+        "the rounds' Gaussians are calibrated for the whole delta while the thresholds take the other half "
+        "too: delta is spent twice",
+    ),
+    Mutant(
+        "sips-threshold-share-not-split",
+        "threshold",
+        "vocabulary/sips.py",
+        't = _threshold("gaussian", w, max_items, unit, f * delta_n * (1 - _MARGIN))',
+        't = _threshold("gaussian", w, max_items, unit, delta_n * (1 - _MARGIN))',
+        (_RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",
+         _RS + "test_exact_audit_of_the_rounds_with_broken_schedules_caught"),
+        "every round's threshold takes the whole new-item share of delta: a person's own item is released "
+        "with probability up to r times the stated bound",
+    ),
+    Mutant(
+        "sips-stated-new-item-bound-scaled-down",
+        "threshold",
+        "vocabulary/sips.py",
+        "d_new = _delta_new(t, \"gaussian\", w, max_items, unit)",
+        "d_new = _delta_new(t, \"gaussian\", w, max_items, unit) * f",
+        (_RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",),
+        "the stated new-item bound of each round is scaled down by its share: the release states a smaller "
+        "delta_N than it has",
+    ),
+    Mutant(
+        "sips-released-items-not-removed",
+        "contribution-bound",
+        "vocabulary/sips.py",
+        "left = ~released[items]",
+        "left = np.ones(items.size, dtype=bool)",
+        (_RS + "test_each_round_removes_the_items_released_before_bounding",),
+        "the rounds do not remove the items already released: DP-SIPS degenerates to repeated one-round unions "
+        "(no privacy loss, but the adaptive gain the algorithm exists for is gone)",
+    ),
+    Mutant(
+        "sips-round-not-bounded",
+        "contribution-bound",
+        "vocabulary/sips.py",
+        "off, its = bound_contributions(off, items[left], cal.max_items, src)",
+        "its = items[left]",
+        (_RS + "test_each_round_bounds_each_person_to_max_items_of_what_is_left",),
+        "a round weights every item a person has left, not max_items of them: a person holding 1,000 items "
+        "moves the histogram by far more than one unit",
+    ),
+    Mutant(
+        "sips-every-round-with-the-last-calibration",
+        "noise-scale",
+        "vocabulary/sips.py",
+        "chosen, noisy = _select(hist, rc, src)",
+        "chosen, noisy = _select(hist, cal.rounds[-1], src)",
+        (_RS + "test_the_sampler_path_has_the_stated_noise_in_every_round",),
+        "every round draws the last round's (smallest) noise and threshold: the early rounds spend more than "
+        "their share",
+    ),
+    Mutant(
+        "sips-counts-of-all-items",
+        "contribution-bound",
+        "vocabulary/union.py",
+        "holders = np.bincount(first_kept, minlength=labels.size)  # at most max_items per person",
+        "holders = np.bincount(its, minlength=labels.size)",
+        (_RS + "test_private_vocabulary_with_sips_counts_the_first_round_s_kept_items",),
+        "DP-SIPS's counts count every item a person holds, not their max_items kept ones: the counts' "
+        "sensitivity is exceeded",
+    ),
+    Mutant(
+        "sips-rounds-validator-accepts-zero",
+        "refusal",
+        "vocabulary/sips.py",
+        "not 1 <= rounds <= 10:",
+        "not 0 <= rounds <= 10:",
+        (_RS + "test_refusals",),
+        "a schedule of zero rounds is accepted (and fails later with an arithmetic error, not a refusal)",
+    ),
+    Mutant(
+        "sips-ratio-validator-accepts-anything",
+        "refusal",
+        "vocabulary/sips.py",
+        "if not (math.isfinite(q) and 0.1 <= q <= 10.0):",
+        "if False:",
+        (_RS + "test_refusals",),
+        "a NaN or extreme schedule ratio is accepted: NaN fractions make the widths and thresholds undefined",
+    ),
+    Mutant(
+        "sips-with-laplace-noise-accepted",
+        "refusal",
+        "vocabulary/union.py",
+        'if algo == "sips" and noise != "gaussian":',
+        "if False:",
+        (_RS + "test_refusals", "tests/cli/test_vocabulary.py::test_vocabulary_refusals_write_and_charge_nothing"),
+        "DP-SIPS with --noise laplace runs Gaussian rounds but Laplace counts calibrated as if the whole "
+        "release were Laplace: the parameters stated do not describe the release",
     ),
 ]

@@ -59,13 +59,14 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
     rows = ([label, f"{counts[i]:.6g}"] if counts is not None else [label] for i, label in enumerate(items))
     charge_and_write_csv(args, rel, out, header, rows)  # written under a temporary name, charged, moved
     shown = min(len(items), args.show)
+    how = args.algorithm or ("policy" if args.policy else "weighted")
     result = {
         "items_released": int(len(items)),
         "epsilon": args.epsilon,
         "delta": args.delta,
         "max_items": args.max_items,
         "noise": args.noise,
-        "selection": rel.params["algorithm"],
+        "selection": how,
         "engine": args.engine,
         "guarantee": rel.guarantee.describe(),
         "error": rel.error.description,
@@ -75,7 +76,6 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
         **({"written": str(out)} if out is not None else {}),
     }
     warn_seed(args, result)
-    how = rel.params["algorithm"]
     what = "DP-SIPS, Swanberg et al. 2023" if how == "sips" else f"{how} set union, Gopi et al. 2020"
     report(args, f"person-level DP vocabulary ({what})", result)
     return 0

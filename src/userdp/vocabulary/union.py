@@ -529,6 +529,8 @@ def plan_vocabulary(
         "delta_counts": delta_count,
         "calibration": cal,
         "algorithm": algo,
+        "rounds": rounds,
+        "ratio": ratio,
     }
 
 
@@ -713,10 +715,6 @@ def _vocabulary_release(labels, hist, holders, held_any, plan, policy, src, chos
             "max_items": max_items,
             "noise": noise,
             "policy": bool(policy),
-            "algorithm": plan.get("algorithm", "policy" if policy else "weighted"),
-            "rounds": len(cal.rounds) if sips else None,
-            "thresholds": list(cal.thresholds) if sips else None,
-            "noise_sds": list(cal.noise_sds) if sips else None,
             "cutoff": cal.cutoff / cal.unit if policy else None,
             "count_fraction": frac,
             "epsilon_set": eps_set,
@@ -726,6 +724,17 @@ def _vocabulary_release(labels, hist, holders, held_any, plan, policy, src, chos
             "threshold": cal.threshold_in_persons,
             "noise_sd": cal.noise_sd_in_persons,
             "count_sd": count_sd,
+            **(
+                {
+                    "algorithm": "sips",
+                    "rounds": len(cal.rounds),
+                    "ratio": plan["ratio"],
+                    "thresholds": list(cal.thresholds),
+                    "noise_sds": list(cal.noise_sds),
+                }
+                if sips
+                else {}
+            ),  # fmt: skip
         },
         error,
     )
