@@ -26,7 +26,7 @@ from userdp.vocabulary import sips_union, weighted_gaussian_union
 OUT = Path(__file__).parent / "results"
 CASES = ((1.0, 1e-5), (4.0, 1e-5))
 BOUNDS = (10, 100, 300)
-SCHEDULES = ((2, 1.0), (2, 2.0), (3, 1.0), (3, 2.0), (3, 4.0), (4, 2.0))
+SCHEDULES = ((2, 1.0), (2, 2.0), (2, 4.0), (3, 1.0), (3, 2.0), (3, 4.0), (3, 8.0), (4, 2.0), (4, 4.0))
 
 
 def _sets(name: str, imdb: Path):
@@ -61,7 +61,7 @@ def main() -> None:
                 for r, q in SCHEDULES:
                     got = [sips_union(off, its, n, eps, delta, d0, r, q, rng=s)[0].size for s in seeds]
                     rows.append((name, eps, delta, d0, f"DP-SIPS r={r} q={q:g}", r, q, float(np.mean(got))))
-                print(f"  eps {eps:g} max_items {d0}: " + ", ".join(f"{x[4]} {x[7]:.1f}" for x in rows[-7:]),
+                print(f"  eps {eps:g} max_items {d0}: " + ", ".join(f"{x[4]} {x[7]:.1f}" for x in rows[-1 - len(SCHEDULES) :]),
                       flush=True)  # fmt: skip
     cols = ["dataset", "epsilon", "delta", "max_items", "method", "rounds", "ratio", "items_released"]
     df = pd.DataFrame(rows, columns=cols)

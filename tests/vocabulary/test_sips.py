@@ -145,7 +145,7 @@ def test_the_sampler_path_has_the_stated_noise_in_every_round():
 
 
 def test_refusals():
-    from userdp.vocabulary import plan_vocabulary, private_vocabulary
+    from userdp.vocabulary import plan_sips_vocabulary, sips_vocabulary, vocabulary_algorithm
 
     with pytest.raises(ParameterError, match="rounds"):
         calibrate_sips(1.0, 1e-5, 10, 0)
@@ -157,30 +157,35 @@ def test_refusals():
         with pytest.raises(ParameterError, match="ratio"):
             calibrate_sips(1.0, 1e-5, 10, 3, ratio)
     with pytest.raises(ParameterError, match="Gaussian"):
-        plan_vocabulary(1.0, 1e-5, 10, "laplace", algorithm="sips")
+        plan_sips_vocabulary(1.0, 1e-5, 10, "laplace")
+    with pytest.raises(ParameterError, match="count_fraction"):
+        plan_sips_vocabulary(1.0, 1e-5, 10, count_fraction=1.0)
+    with pytest.raises(ParameterError, match="rounds"):
+        plan_sips_vocabulary(1.0, 1e-5, 10, rounds=0)
     with pytest.raises(ParameterError, match="policy"):
-        plan_vocabulary(1.0, 1e-5, 10, "laplace", True, algorithm="sips")
+        vocabulary_algorithm("sips", True)
     with pytest.raises(ParameterError, match="algorithm"):
-        plan_vocabulary(1.0, 1e-5, 10, algorithm="mad")
+        vocabulary_algorithm("mad", False)
     with pytest.raises(ParameterError, match="DP-SIPS"):
-        plan_vocabulary(1.0, 1e-5, 10, rounds=3)
+        vocabulary_algorithm(None, False, rounds=3)
+    assert vocabulary_algorithm(None, True) == "policy" and vocabulary_algorithm(None, False) == "weighted"
     with pytest.raises(ParameterError, match="delta"):
         calibrate_sips(1.0, 1e-200, 10)
     with pytest.raises(ParameterError, match="item codes"):
-        private_vocabulary(np.array([0, 1]), np.array([5]), np.array(["a"]), 1.0, 1e-5, algorithm="sips")
+        sips_vocabulary(np.array([0, 1]), np.array([5]), np.array(["a"]), 1.0, 1e-5)
 
 
 def test_private_vocabulary_with_sips_counts_the_first_round_s_kept_items():
     """The release: items from the rounds, counts of the persons holding each among their first round's
     kept items (at most max_items per person), the guarantee the whole (epsilon, delta)."""
     from userdp.privacy.guarantees import ApproxDP, Neighbours
-    from userdp.vocabulary import private_vocabulary
+    from userdp.vocabulary import sips_vocabulary
 
     persons = [[0, 1, 2]] * 300 + [[3]] * 40 + [[4]]
     offsets = np.r_[0, np.cumsum([len(p) for p in persons])]
     items = np.array([i for p in persons for i in p])
     labels = np.array(list("abcde"))
-    rel = private_vocabulary(offsets, items, labels, 4.0, 1e-6, max_items=1, algorithm="sips", rng=2)
+    rel = sips_vocabulary(offsets, items, labels, 4.0, 1e-6, max_items=1, rng=2)
     assert rel.guarantee == ApproxDP(4.0, 1e-6, Neighbours.ADD_REMOVE_USER)
     assert rel.params["algorithm"] == "sips" and rel.params["rounds"] == 3 and "DP-SIPS" in rel.mechanism
     got = dict(zip(rel.value["items"].tolist(), rel.value["counts"].tolist(), strict=True))

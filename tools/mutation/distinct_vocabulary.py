@@ -399,7 +399,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "sips-counts-of-all-items",
         "contribution-bound",
-        "vocabulary/union.py",
+        "vocabulary/sips.py",
         "holders = np.bincount(first_kept, minlength=labels.size)  # at most max_items per person",
         "holders = np.bincount(its, minlength=labels.size)",
         (_RS + "test_private_vocabulary_with_sips_counts_the_first_round_s_kept_items",),
@@ -427,8 +427,8 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "sips-with-laplace-noise-accepted",
         "refusal",
-        "vocabulary/union.py",
-        'if algo == "sips" and noise != "gaussian":',
+        "vocabulary/sips.py",
+        'if noise != "gaussian":',
         "if False:",
         (_RS + "test_refusals", "tests/cli/test_vocabulary.py::test_vocabulary_refusals_write_and_charge_nothing"),
         "DP-SIPS with --noise laplace runs Gaussian rounds but Laplace counts calibrated as if the whole "

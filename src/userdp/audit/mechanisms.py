@@ -24,6 +24,7 @@ from .exact import (
     audit_lattice_laplace,
     audit_randomizer,
     audit_set_union,
+    audit_sips,
 )
 from .neighbours import point_neighbours
 from .result import AuditResult
@@ -125,12 +126,13 @@ def audit_set_union_releases() -> list[AuditResult]:
     """Exact audits of the set unions of :mod:`userdp.vocabulary` on tiny datasets (at most 2 items kept per
     person): the weighted union with Laplace and with Gaussian noise at epsilon 1 and delta 0.01, and the
     policy Laplace union at epsilon 4 and delta 0.01 with its cutoff at the threshold (every order of the
-    persons and priority of the items; persons fill items up to the threshold).
+    persons and priority of the items; persons fill items up to the threshold), and DP-SIPS in 2 rounds at
+    epsilon 1 and delta 0.01 (:func:`~userdp.audit.audit_sips`).
 
     Returns
     -------
     list of AuditResult
-        :func:`~userdp.audit.audit_set_union` of each union, in that order.
+        :func:`~userdp.audit.audit_set_union` of each union, then :func:`~userdp.audit.audit_sips`.
     """
     tiny = [[[0]], [[0, 1]], [[0, 1], [1, 2]], [[0], [0, 1], [0, 2, 3]], [[0, 1], [0, 1], [2]]]
     tiny.append([[0]] * 6 + [[0, 1]])  # a shared item near the threshold
@@ -143,6 +145,9 @@ def audit_set_union_releases() -> list[AuditResult]:
         audit_set_union(policy_tiny, 4.0, 1e-2, 2, "laplace", policy=True, cutoff_margin=0.0,
                         name="policy laplace set union, epsilon 4, delta 0.01 (cutoff at the threshold)")
     )  # fmt: skip
+    results.append(  # DP-SIPS: every round's kept subsets, the released items removed before the next round
+        audit_sips(tiny, 1.0, 1e-2, 2, rounds=2, ratio=4.0, name="DP-SIPS, 2 rounds, epsilon 1, delta 0.01")
+    )
     return results
 
 

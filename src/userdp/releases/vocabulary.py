@@ -22,7 +22,15 @@ from ..engines import Columns, Engine, get_engine
 from ..noise import KeyedStreams, RngLike, keyed_keep, resolve_rng
 from ..privacy.params import warn_large_delta
 from ..privacy.result import Release
-from ..vocabulary import plan_vocabulary, private_vocabulary, private_vocabulary_from_sums, vocabulary_sum_columns
+from ..vocabulary import (
+    plan_sips_vocabulary,
+    plan_vocabulary,
+    private_vocabulary,
+    private_vocabulary_from_sums,
+    sips_vocabulary,
+    vocabulary_algorithm,
+    vocabulary_sum_columns,
+)
 
 __all__ = ["vocabulary"]
 
@@ -60,14 +68,17 @@ def vocabulary(
     engine, rng:
         As in :func:`userdp.releases.heatmap`.
     """
-    plan = plan_vocabulary(  # every refusal before the data is read
-        epsilon, delta, max_items, noise, policy, count_fraction, algorithm=algorithm, rounds=rounds, ratio=ratio
-    )
+    algo = vocabulary_algorithm(algorithm, policy, rounds, ratio)  # every refusal before the data is read
+    if algo == "sips":
+        sched = {k: v for k, v in (("rounds", rounds), ("ratio", ratio)) if v is not None}
+        plan_sips_vocabulary(epsilon, delta, max_items, noise, count_fraction, **sched)
+    else:
+        plan_vocabulary(epsilon, delta, max_items, noise, algo == "policy", count_fraction)
     warn_large_delta(delta)  # checked by plan_vocabulary
     eng = get_engine(engine, source)
     src = resolve_rng(rng)
     data = eng.load(source, Columns(user, item, tokenize=tokenize))
-    if plan["algorithm"] == "weighted":  # bounding and weights per person, then sums per item: on Spark's executors too
+    if algo == "weighted":  # bounding and weights per person, then sums per item: on Spark's executors too
         streams = KeyedStreams.from_rng(src)
         labels, sums = eng.bounded_item_sums(
             data, int(max_items), partial(keyed_keep, streams, cap=int(max_items)),
@@ -77,6 +88,11 @@ def vocabulary(
             labels, sums, epsilon, delta, max_items=max_items, noise=noise, count_fraction=count_fraction, rng=src
         )
     sets = eng.edges(data)  # the policy visits persons one after another, DP-SIPS runs rounds: on the driver
+    if algo == "sips":
+        return sips_vocabulary(
+            sets.offsets, sets.items, sets.domain.labels, epsilon, delta, max_items=max_items, noise=noise,
+            count_fraction=count_fraction, rng=src, **sched,
+        )  # fmt: skip
     return private_vocabulary(
         sets.offsets,
         sets.items,
@@ -85,10 +101,7 @@ def vocabulary(
         delta,
         max_items=max_items,
         noise=noise,
-        policy=policy,
+        policy=algo == "policy",
         count_fraction=count_fraction,
-        algorithm=algorithm,
-        rounds=rounds,
-        ratio=ratio,
         rng=src,
     )

@@ -69,6 +69,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..noise import RngLike, resolve_rng, zcdp_delta
+from ..privacy.result import Release
 from .union import (
     _MARGIN,
     _TRUNCATION,
@@ -79,12 +80,25 @@ from .union import (
     _delta_new,
     _select,
     _threshold,
+    _vocabulary_release,
     bound_contributions,
+    budget_plan,
+    check_noise_budget,
     distinct_per_person,
     union_histogram,
 )
 
-__all__ = ["SIPS_RATIO", "SIPS_ROUNDS", "SipsCalibration", "calibrate_sips", "sips_fractions", "sips_union"]
+__all__ = [
+    "SIPS_RATIO",
+    "SIPS_ROUNDS",
+    "SipsCalibration",
+    "calibrate_sips",
+    "plan_sips_vocabulary",
+    "sips_fractions",
+    "sips_rounds",
+    "sips_union",
+    "sips_vocabulary",
+]
 
 SIPS_ROUNDS = 3
 SIPS_RATIO = 4.0
@@ -264,3 +278,53 @@ def sips_union(
     off, its = distinct_per_person(offsets, items)
     codes, _, noisy, _ = sips_rounds(off, its, n_items, cal, rng)
     return codes, noisy, cal
+
+
+def plan_sips_vocabulary(
+    epsilon: float,
+    delta: float,
+    max_items: int = 100,
+    noise: str = "gaussian",
+    count_fraction: float = 0.5,
+    rounds: int = SIPS_ROUNDS,
+    ratio: float = SIPS_RATIO,
+) -> dict:
+    """:func:`~userdp.vocabulary.plan_vocabulary` for DP-SIPS: every parameter checked and the budget split
+    (the set's share to :func:`calibrate_sips`, the counts' as in the one-round release) before any data is
+    read. The rounds are Gaussian: ``noise`` must be ``"gaussian"`` (it is the counts' noise too)."""
+    check_noise_budget(noise, epsilon, delta)
+    if noise != "gaussian":
+        raise ParameterError("DP-SIPS runs rounds of the weighted Gaussian union: use the Gaussian noise")
+    r, q = _check_schedule(rounds, ratio)
+    plan = budget_plan(epsilon, delta, max_items, noise, count_fraction, lambda e, d, m: calibrate_sips(e, d, m, r, q))
+    plan.update(algorithm="sips", rounds=r, ratio=q)
+    return plan
+
+
+def sips_vocabulary(
+    offsets: np.ndarray,
+    items: np.ndarray,
+    labels: np.ndarray,
+    epsilon: float,
+    delta: float,
+    *,
+    max_items: int = 100,
+    noise: str = "gaussian",
+    count_fraction: float = 0.5,
+    rounds: int = SIPS_ROUNDS,
+    ratio: float = SIPS_RATIO,
+    rng: RngLike = None,
+) -> Release:
+    """:func:`~userdp.vocabulary.private_vocabulary` with DP-SIPS as the selection: the items of the rounds,
+    then (``count_fraction > 0``) a noisy count of the persons holding each released item among their kept
+    items of the first round (at most ``max_items`` per person: sensitivity ``sqrt(max_items)``).
+    Guarantee: ``ApproxDP(epsilon, delta)``, add/remove one person (the set's share by the module's proof,
+    sequential composition with the counts)."""
+    plan = plan_sips_vocabulary(epsilon, delta, max_items, noise, count_fraction, rounds, ratio)
+    src = resolve_rng(rng)
+    labels = np.asarray(labels)
+    _check_codes(items, labels.size)
+    off, its = distinct_per_person(offsets, items)
+    chosen, _, _, first_kept = sips_rounds(off, its, labels.size, plan["calibration"], src)
+    holders = np.bincount(first_kept, minlength=labels.size)  # at most max_items per person
+    return _vocabulary_release(labels, None, holders, None, plan, False, src, chosen)

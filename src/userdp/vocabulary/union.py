@@ -478,17 +478,24 @@ def plan_vocabulary(
     policy: bool = False,
     count_fraction: float = 0.5,
     cutoff_margin: float = 3.0,
-    *,
-    algorithm: str | None = None,
-    rounds: int | None = None,
-    ratio: float | None = None,
 ) -> dict:
     """Check every parameter of :func:`private_vocabulary` and split its budget, before any data is read:
     every refusal depends on the parameters alone (the counts' calibration is checked for a public bound of
     ``2^31`` released items, so that how many items the selection released cannot decide a refusal)."""
+
+    def calibrate(eps_set: float, delta_set: float, m: int) -> UnionCalibration:
+        return calibrate_union(eps_set, delta_set, m, noise, policy=policy, cutoff_margin=cutoff_margin)
+
+    plan = budget_plan(epsilon, delta, max_items, noise, count_fraction, calibrate)
+    plan["algorithm"] = "policy" if policy else "weighted"
+    return plan
+
+
+def budget_plan(epsilon: float, delta: float, max_items: int, noise: str, count_fraction: float, calibrate) -> dict:
+    """The budget split of a vocabulary release (the set's share, the counts' share) and the checks every
+    selection shares; ``calibrate(epsilon_set, delta_set, max_items)`` calibrates the selection (before the
+    counts' check, so that a selection's refusal comes first)."""
     eps, dlt, max_items = _check(epsilon, delta, max_items, noise)
-    algo = _algorithm(algorithm, policy, noise, rounds, ratio)
-    policy = algo == "policy"
     try:
         frac = float(count_fraction)
     except (TypeError, ValueError):
@@ -501,14 +508,7 @@ def plan_vocabulary(
         eps_set = math.nextafter(eps_set, 0.0)
     delta_count = dlt / 2 if (noise == "gaussian" and frac > 0) else 0.0
     delta_set = dlt - delta_count
-    if algo == "sips":
-        from .sips import SIPS_RATIO, SIPS_ROUNDS, calibrate_sips
-
-        rounds = SIPS_ROUNDS if rounds is None else rounds
-        ratio = SIPS_RATIO if ratio is None else ratio
-        cal = calibrate_sips(eps_set, delta_set, max_items, rounds, ratio)
-    else:
-        cal = calibrate_union(eps_set, delta_set, max_items, noise, policy=policy, cutoff_margin=cutoff_margin)
+    cal = calibrate(eps_set, delta_set, max_items)
     if frac > 0:
         try:
             if noise == "laplace":
@@ -528,14 +528,12 @@ def plan_vocabulary(
         "epsilon_counts": eps_count,
         "delta_counts": delta_count,
         "calibration": cal,
-        "algorithm": algo,
-        "rounds": rounds,
-        "ratio": ratio,
     }
 
 
-def _algorithm(algorithm: str | None, policy: bool, noise: str, rounds, ratio) -> str:
-    """The selection algorithm: ``algorithm``, or ``"policy"``/``"weighted"`` from the ``policy`` flag."""
+def vocabulary_algorithm(algorithm: str | None, policy: bool, rounds=None, ratio=None) -> str:
+    """The selection algorithm of a vocabulary release: ``algorithm`` (one of :data:`ALGORITHMS`), or
+    ``"policy"``/``"weighted"`` from the ``policy`` flag; ``rounds`` and ``ratio`` only with ``"sips"``."""
     if algorithm is None:
         algo = "policy" if policy else "weighted"
     elif algorithm not in ALGORITHMS:
@@ -544,8 +542,6 @@ def _algorithm(algorithm: str | None, policy: bool, noise: str, rounds, ratio) -
         algo = algorithm
     if policy and algo != "policy":
         raise ParameterError(f"policy=True (--policy) is the policy algorithm; it cannot be combined with {algo!r}")
-    if algo == "sips" and noise != "gaussian":
-        raise ParameterError("DP-SIPS runs rounds of the weighted Gaussian union: use the Gaussian noise")
     if algo != "sips" and (rounds is not None or ratio is not None):
         raise ParameterError("rounds and ratio are DP-SIPS's schedule (algorithm 'sips')")
     return algo
@@ -563,9 +559,6 @@ def private_vocabulary(
     policy: bool = False,
     count_fraction: float = 0.5,
     cutoff_margin: float = 3.0,
-    algorithm: str | None = None,
-    rounds: int | None = None,
-    ratio: float | None = None,
     rng: RngLike = None,
 ) -> Release:
     """Which items, and how many persons hold each: a weighted set union, then a noisy person count of every
@@ -591,11 +584,6 @@ def private_vocabulary(
         set alone.
     cutoff_margin:
         The policy's ``alpha`` (:func:`policy_laplace_union`).
-    algorithm:
-        ``"weighted"`` (the default), ``"policy"`` (as ``policy=True``) or ``"sips"``: DP-SIPS
-        (:mod:`userdp.vocabulary.sips`), ``rounds`` rounds of the weighted Gaussian union on the items not
-        yet released, schedule ``ratio`` (defaults 3 and 4); its counts count each person's kept items of
-        the first round.
 
     Returns
     -------
@@ -605,22 +593,11 @@ def private_vocabulary(
         each), plus lattice noise of the stated standard deviation. Guarantee: ``ApproxDP(epsilon, delta)``,
         add/remove one person (sequential composition of the two steps).
     """
-    plan = plan_vocabulary(
-        epsilon, delta, max_items, noise, policy, count_fraction, cutoff_margin,
-        algorithm=algorithm, rounds=rounds, ratio=ratio,
-    )  # fmt: skip
+    plan = plan_vocabulary(epsilon, delta, max_items, noise, policy, count_fraction, cutoff_margin)
     cal = plan["calibration"]
-    policy = plan["algorithm"] == "policy"
     src = resolve_rng(rng)
     labels = np.asarray(labels)
     _check_codes(items, labels.size)
-    if plan["algorithm"] == "sips":
-        from .sips import sips_rounds
-
-        off, its = distinct_per_person(offsets, items)
-        chosen, _, _, first_kept = sips_rounds(off, its, labels.size, cal, src)
-        holders = np.bincount(first_kept, minlength=labels.size)  # at most max_items per person
-        return _vocabulary_release(labels, None, holders, None, plan, False, src, chosen)
     off, its = bound_contributions(offsets, items, cal.max_items, src)
     hist, held_any = _histogram(off, its, labels.size, cal, src)
     holders = np.bincount(its, minlength=labels.size)
