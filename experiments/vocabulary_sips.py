@@ -61,8 +61,8 @@ def main() -> None:
                 for r, q in SCHEDULES:
                     got = [sips_union(off, its, n, eps, delta, d0, r, q, rng=s)[0].size for s in seeds]
                     rows.append((name, eps, delta, d0, f"DP-SIPS r={r} q={q:g}", r, q, float(np.mean(got))))
-                print(f"  eps {eps:g} max_items {d0}: " + ", ".join(f"{x[4]} {x[7]:.1f}" for x in rows[-1 - len(SCHEDULES) :]),
-                      flush=True)  # fmt: skip
+                done = rows[-1 - len(SCHEDULES) :]
+                print(f"  eps {eps:g} max_items {d0}: " + ", ".join(f"{x[4]} {x[7]:.1f}" for x in done), flush=True)
     cols = ["dataset", "epsilon", "delta", "max_items", "method", "rounds", "ratio", "items_released"]
     df = pd.DataFrame(rows, columns=cols)
     OUT.mkdir(exist_ok=True)
