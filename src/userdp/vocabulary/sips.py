@@ -42,8 +42,12 @@ mixture). In round ``i`` of a run on ``D'`` call an item *new* when p kept it an
    and ``M'(D')`` are ``rho = sum_i rho_i``-zCDP apart in both directions, hence ``(epsilon, delta_G)``
    indistinguishable (Canonne, Kamath & Steinke 2020, Corollary 13; the truncation factors as above). For
    Gaussian rounds adding the ``rho_i`` loses nothing: ``r`` Gaussians of widths ``w_i`` are one Gaussian
-   of ``1 / w^2 = sum_i 1 / w_i^2``, so the composition is exact in zCDP (a PLD accountant cannot do better
-   on the Gaussian part; the threshold's part is not a Gaussian's and is counted separately, step 4).
+   of ``1 / w^2 = sum_i 1 / w_i^2``, whose ``rho`` is ``sum_i rho_i``, so the rounds cost exactly what one
+   round of that width costs under the same accounting. The conversion from zCDP to ``(epsilon, delta)`` is
+   the one-round union's and has its slack (a PLD accountant would be tighter, for one round as for ``r``,
+   but it needs the discrete Gaussian's own privacy profile, which can exceed the continuous Gaussian's;
+   userdp keeps zCDP here as the one-round union does). The threshold's part is not a Gaussian's and is
+   counted separately (step 4).
 4. *The new items.* Given the whole trajectory of ``M'(D')``, a new item of round ``i`` passes with
    probability at most ``delta_N,i`` whatever p's ``k <= max_items`` kept items are (its weight is
    ``a_k``; the noise of new items is independent of the trajectory), so ``P[B | trajectory] <= sum_i
