@@ -78,6 +78,26 @@ def test_exact_audit_of_the_rounds_with_broken_schedules_caught():
     assert not audit_sips(TINY, eps, delta, m, calibration=low).passed
 
 
+def test_exact_audit_refutes_rounds_each_calibrated_for_the_whole_rho():
+    """Shared items near the threshold (n one-item persons, n around T): the library's three rounds pass the
+    exact audit at (2, 0.01), and rounds each given the one-round width (the rounds' rho not added up, each
+    threshold recomputed for its share of delta_N) are refuted: the Gaussian part spends 3 rho."""
+    from userdp.audit import audit_sips
+    from userdp.vocabulary.union import _threshold
+
+    eps, delta, m, unit = 2.0, 1e-2, 1, 16
+    cal = calibrate_sips(eps, delta, m, 3, 1.0, unit=unit)
+    t = cal.rounds[0].threshold // unit
+    near = [[[0]] * n for n in range(t - 6, t + 6)] + [[[0]] * n + [[1]] * n for n in range(t - 3, t + 3)]
+    assert audit_sips(near, eps, delta, m, calibration=cal).passed
+    w = calibrate_union(eps, delta, m, "gaussian", unit=unit).scale
+    each = tuple(
+        dataclasses.replace(c, scale=w, threshold=_threshold("gaussian", w, m, unit, c.delta_new)) for c in cal.rounds
+    )
+    res = audit_sips(near, eps, delta, m, calibration=dataclasses.replace(cal, rounds=each))
+    assert not res.passed, str(res)
+
+
 def _hist_rounds(monkeypatch):
     """Record every round's histogram (the real one, from the real bounding)."""
     import userdp.vocabulary.sips as sips

@@ -331,7 +331,8 @@ MUTANTS: list[Mutant] = [
         "vocabulary/sips.py",
         "return math.fsum(uu / (2.0 * w * w) for w in ws)",
         "return max(uu / (2.0 * w * w) for w in ws)",
-        (_RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",),
+        (_RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",
+         _RS + "test_exact_audit_refutes_rounds_each_calibrated_for_the_whole_rho"),
         "the rounds' zCDP parameters are not added up (the largest one stands for all): the composed release "
         "spends up to r times the rho its delta was calibrated for",
     ),
