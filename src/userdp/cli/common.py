@@ -63,10 +63,16 @@ def DELTA(text: str) -> float:
 DELTA.__name__ = "float"  # argparse names the type in its messages
 
 
+#: The warnings this command printed; ``--json`` output lists them under ``"warnings"``.
+WARNED: list[str] = []
+
+
 def warn(text: str) -> None:
-    """A warning on standard error, as ``userdp: warning: TEXT`` (it changes nothing that is released)."""
+    """A warning on standard error, as ``userdp: warning: TEXT`` (it changes nothing that is released); also
+    kept for the ``--json`` output (:func:`print_json`)."""
     import sys
 
+    WARNED.append(text)
     print(f"userdp: warning: {text}", file=sys.stderr)
 
 
@@ -235,6 +241,9 @@ def parse_bbox(text: str):
 
 
 def print_json(out: dict) -> None:
+    """``out`` as one line of JSON, with the command's warnings (:func:`warn`) under ``"warnings"``."""
+    if WARNED:
+        out = {**out, "warnings": list(WARNED)}
     print(json.dumps(out, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
 
 

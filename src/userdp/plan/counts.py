@@ -7,6 +7,7 @@ import math
 
 from ..errors import ParameterError
 from ..noise import calibrate_gaussian, calibrate_laplace
+from ..privacy.params import check_delta
 from .common import (
     Prediction,
     confidences,
@@ -34,6 +35,7 @@ def key_counts(
     sensitivity ``l0 linf`` or lattice Gaussian of l2 sensitivity ``sqrt(l0) linf``. The dropped records
     (bias) are not included: they depend on the data."""
     cs = confidences(confidence)
+    delta = check_delta(delta, "delta (--delta)")  # refused outside [0, 1) whatever the noise
     if int(l0) < 1 or int(linf) < 1:
         raise ParameterError("the bounds must be whole numbers >= 1")
     if noise == "laplace":
