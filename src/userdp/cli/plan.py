@@ -138,8 +138,10 @@ def _frequency(args, conf, delta) -> dict:
     kw["items_per_person"] = int(kw["items_per_person"])
     alpha, p, out = _predict(args, "alpha", plan.frequency, plan.frequency_alpha, kw, conf)
     out.update({"at alpha": alpha, **_errors(p, conf, f"alpha {alpha:.3g}")})
+    if p.extra["theorem eq8"] is not None:
+        out["Theorem 6.5, Eq. (8) (expectation bound, this randomizer)"] = f"{p.extra['theorem eq8']:.4g}"
     if p.extra["theorem"] is not None:
-        out["Theorem 6.6 / Corollary 6.8 (expectation bound)"] = f"{p.extra['theorem']:.4g}"
+        out["Theorem 6.6 / Corollary 6.8, Eq. (9) (expectation bound, GKRR)"] = f"{p.extra['theorem']:.4g}"
     return out
 
 
