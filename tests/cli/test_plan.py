@@ -42,7 +42,9 @@ def test_plan_distinct_linear_frequency_heatmap(capsys):
     assert got["median error"] == f"{plan.linear(25.0, persons=1083).median * 52.4:.4g} km"
     assert main(["plan", "frequency", "--alpha", "100", "--delta", "1e-6", "--persons", "500", "--items-per-person",
                  "20", "--clusters", "4", "--cluster-size", "3", "--r", "0.25", "--json"]) == 0  # fmt: skip
-    assert "Theorem 6.6 / Corollary 6.8 (expectation bound)" in json.loads(capsys.readouterr().out)
+    out = json.loads(capsys.readouterr().out)
+    assert "Theorem 6.6 / Corollary 6.8, Eq. (9) (expectation bound, GKRR)" in out
+    assert float(out["Theorem 6.5, Eq. (8) (expectation bound, this randomizer)"]) > 0
     assert main(["plan", "heatmap", "--epsilon", "1", "--grid", "16", "--persons", "300", "--points-per-person",
                  "5", "--json"]) == 0  # fmt: skip
     assert "Theorem 3.1 (order only)" in json.loads(capsys.readouterr().out)
