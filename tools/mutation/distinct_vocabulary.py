@@ -91,10 +91,23 @@ MUTANTS: list[Mutant] = [
         "distinct-gem-half-sensitivity",
         "sensitivity",
         "distinct/release.py",
-        "idx = exponential_mechanism(plan.scores, 1.0, plan.epsilon_select, src)",
-        "idx = exponential_mechanism(plan.scores, 0.5, plan.epsilon_select, src)",
+        "idx = select(plan.scores, 1.0, plan.epsilon_select, src)",
+        "idx = select(plan.scores, 0.5, plan.epsilon_select, src)",
         (_RD + "test_the_release_draws_l_with_gem_s_law_exactly",),
         "the distinct count's choice of l is made with half GEM's sensitivity: 2 epsilon_select spent",
+        (2,),
+    ),
+    Mutant(
+        "distinct-permute-and-flip-monotone",
+        "noise-scale",
+        "distinct/release.py",
+        'select = exponential_mechanism if selection == "exponential" else permute_and_flip',
+        'select = exponential_mechanism if selection == "exponential" else (lambda *a: permute_and_flip(*a, '
+        "monotone=True))",
+        ("tests/distinct/test_selection.py::test_permute_and_flip_draws_the_bound_by_its_law_and_a_doubled_epsilon"
+         "_is_rejected",),
+        "GEM's permute-and-flip draw uses the monotone rule exp(eps s / Delta) on scores that are not monotone: "
+        "2 epsilon_select spent",
         (2,),
     ),
     Mutant(

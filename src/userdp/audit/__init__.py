@@ -65,6 +65,7 @@ from .exact import _max_log_ratio as _max_log_ratio
 from .exact import _tail_law as _tail_law
 from .mechanisms import (
     audit_distinct_release,
+    audit_distinct_releases,
     audit_every_heatmap,
     audit_exponential_randomizer,
     audit_gaussian_mechanism,
@@ -118,6 +119,7 @@ __all__ = [
     "audit_exponential_randomizer",
     "audit_itemwise_release",
     "audit_distinct_release",
+    "audit_distinct_releases",
     "audit_set_union_releases",
     "audit_lattice_mechanisms",
     "audit_laplace_mechanism",

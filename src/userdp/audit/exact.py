@@ -323,6 +323,18 @@ def _exp_mech_log_probs(scores: np.ndarray, epsilon: float, sensitivity: float =
     return z - math.log(np.exp(z).sum())
 
 
+def _selection_log_probs(scores: np.ndarray, epsilon: float, selection: str) -> np.ndarray:
+    """Log-probabilities of GEM's draw over its sensitivity-1 scores: the exponential mechanism's, or
+    permute-and-flip's (:func:`userdp.noise.permute_and_flip_probabilities`)."""
+    if selection == "exponential":
+        return _exp_mech_log_probs(scores, epsilon)
+    if selection == "permute-and-flip":
+        from ..noise import permute_and_flip_probabilities
+
+        return np.log(permute_and_flip_probabilities(scores, 1.0, epsilon))
+    raise ValueError(f"unknown selection {selection!r}")
+
+
 def _dlap_tail(t: int, x: int) -> float:
     """``P[DLap(t) > x]`` for an integer ``x``."""
     den = 1.0 + math.exp(-1.0 / t)  # exp of the exponent directly: r**x loses ~t * 1e-16 relative accuracy
@@ -338,6 +350,7 @@ def audit_distinct_count(
     l_max: int = 3,
     method: str = "matching",
     name: str = "distinct count (Algorithm 1)",
+    selection: str = "exponential",
 ) -> AuditResult:
     """Exact audit of :func:`userdp.distinct.distinct_count` over add/remove-one-person neighbours.
 
@@ -346,7 +359,8 @@ def audit_distinct_count(
     release's law is computed exactly from the
     implementation's own plan (:func:`userdp.distinct.release.release_plan`): ``l_hat`` with the exact
     exponential-mechanism probabilities over the GEM scores, then ``(k_l + Z - shift_l) g_l`` with
-    ``Z ~ DLap(t_l)``. The privacy loss of output ``(l, v)`` is
+    ``Z ~ DLap(t_l)`` (with ``selection="permute-and-flip"``, ``l_hat``'s law is permute-and-flip's,
+    :func:`userdp.noise.permute_and_flip_probabilities`). The privacy loss of output ``(l, v)`` is
     ``ln P_D(l)/P_D'(l) + (|v - k'_l| - |v - k_l|)/t_l``, whose supremum over ``v`` is
     ``ln P_D(l)/P_D'(l) + |k_l - k'_l| / t_l``; the measured epsilon is the maximum over ``l``, both
     directions and all pairs. Also reported: the exact coverage ``min_D P[release <= DC(D)]`` over the
@@ -371,7 +385,7 @@ def audit_distinct_count(
         key = tuple(tuple(sorted(s)) for s in D)
         if key not in cache:
             p, dc = plan(D)
-            logp = _exp_mech_log_probs(p.scores, p.epsilon_select)
+            logp = _selection_log_probs(p.scores, p.epsilon_select, selection)
             miss = sum(
                 math.exp(lp)
                 * _dlap_tail(cal.t, int(p.shift_units[i]) + math.floor(dc / cal.granularity) - int(p.lattice[i]))
@@ -400,7 +414,7 @@ def audit_distinct_count(
         f"epsilon = {worst:.6g}; coverage = {coverage:.6g}",
         ok,
         f"exact over {len(datasets)} datasets and their remove-one-person neighbours (a one-person dataset's "
-        f"is the empty dataset; {method}); "
+        f"is the empty dataset; {method}, {selection}); "
         f"worst: dataset {worst_pair[0] if worst_pair else None} minus person {worst_pair[1] if worst_pair else None}"
         f" at l = {worst_pair[2] if worst_pair else None}",
     )

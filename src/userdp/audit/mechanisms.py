@@ -34,6 +34,7 @@ __all__ = [
     "audit_exponential_randomizer",
     "audit_itemwise_release",
     "audit_distinct_release",
+    "audit_distinct_releases",
     "audit_set_union_releases",
     "audit_laplace_mechanism",
     "audit_gaussian_mechanism",
@@ -119,6 +120,19 @@ def audit_distinct_release() -> AuditResult:
     types = [set(c) for r in (0, 1, 2, 3) for c in combinations(range(3), r)]  # r = 0: a person with nothing
     tiny = [list(c) for k in (1, 2, 3) for c in combinations_with_replacement(types, k)]
     return audit_distinct_count(tiny, 1.0, beta=0.1, l_max=3, name="distinct count (Algorithm 1), epsilon 1")
+
+
+def audit_distinct_releases() -> list[AuditResult]:
+    """:func:`audit_distinct_release` with each of GEM's selections (``userdp distinct --selection``): the
+    exponential mechanism and permute-and-flip, on the same tiny datasets."""
+    from itertools import combinations, combinations_with_replacement
+
+    types = [set(c) for r in (0, 1, 2, 3) for c in combinations(range(3), r)]
+    tiny = [list(c) for k in (1, 2, 3) for c in combinations_with_replacement(types, k)]
+    return [audit_distinct_release()] + [
+        audit_distinct_count(tiny, 1.0, beta=0.1, l_max=3, selection="permute-and-flip",
+                             name="distinct count (Algorithm 1, permute-and-flip), epsilon 1")  # fmt: skip
+    ]
 
 
 def audit_set_union_releases() -> list[AuditResult]:

@@ -101,7 +101,7 @@ def _distinct(args, conf, delta) -> dict:
     _need(args, "persons", "distinct", "items_per_person")
     kw = {"beta": args.beta, "l_max": args.l_max, "persons": args.persons, "distinct": args.distinct,
           "items_per_person": args.items_per_person, "zipf": args.zipf, "spread": args.spread,
-          "max_items": args.max_items_bound}  # fmt: skip
+          "max_items": args.max_items_bound, "selection": args.selection}  # fmt: skip
     eps, p, out = _predict(args, "epsilon", plan.distinct, plan.distinct_epsilon, kw, conf)
     rel = p.extra["relative"]
     out.update({"at epsilon": eps, **_errors(p, conf, f"epsilon {eps:.3g}")})
@@ -223,6 +223,8 @@ def add_parser(sub) -> None:
                     "distinct elements each holds: about ln(p90 / median) / 1.28 (one person in ten holding 3x the "
                     "typical person's: 0.86; reviews and check-ins about 0.5, authors and reviewers 1 to 1.3). "
                     "Default: unknown, a wider bound mixed over 0.5-1.4")  # fmt: skip
+    pl.add_argument("--selection", choices=["exponential", "permute-and-flip"], default="exponential",
+                    help="distinct: GEM's draw of the bound, as in `userdp distinct --selection`")  # fmt: skip
     pl.add_argument("--lipschitz", type=number(float, 1e-12, 1e12), default=1.0, help="linear: the Lipschitz bound")
     pl.add_argument("--dim", type=number(int, 1, 10_000), default=1, help="linear: the query's dimension")
     pl.add_argument("--model", choices=["local", "central"], default="local", help="linear, frequency")

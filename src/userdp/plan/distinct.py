@@ -145,25 +145,32 @@ def _zipf_universe(distinct: int, draws: int, zipf: float) -> tuple[int, float]:
     return hi, s
 
 
-def _release_law(curve: np.ndarray, epsilon: float, beta: float, select_fraction: float):
-    """``(p, base, g, q)`` per candidate ``l``: GEM's exact probabilities, the release's lattice value
-    without noise ``(k_l - x_l) g_l``, the lattice step and ``q = e^(-1/t_l)`` of the discrete Laplace."""
+def _release_law(curve: np.ndarray, epsilon: float, beta: float, select_fraction: float,
+                 selection: str = "exponential"):  # fmt: skip
+    """``(p, base, g, q)`` per candidate ``l``: GEM's exact probabilities (the exponential mechanism's or
+    permute-and-flip's), the release's lattice value without noise ``(k_l - x_l) g_l``, the lattice step and
+    ``q = e^(-1/t_l)`` of the discrete Laplace."""
     from ..distinct.release import release_plan
+    from ..noise import permute_and_flip_probabilities
 
     plan = release_plan(None, epsilon, beta, curve.size, "matching", select_fraction, None, 16, curve)
     s = np.asarray(plan.scores, dtype=np.float64)
-    w = np.exp(plan.epsilon_select * (s - s.max()) / 2)
-    p = w / w.sum()
+    if selection == "permute-and-flip":
+        p = permute_and_flip_probabilities(s, 1.0, plan.epsilon_select)
+    else:
+        w = np.exp(plan.epsilon_select * (s - s.max()) / 2)
+        p = w / w.sum()
     g = np.array([c.granularity for c in plan.calibrations], dtype=np.float64)
     t = np.array([c.t for c in plan.calibrations], dtype=np.float64)
     base = (np.asarray(plan.lattice, dtype=np.float64) - plan.shift_units) * g
     return p, base, g, np.exp(-1.0 / t)
 
 
-def _mixture_law(curves: list[np.ndarray], epsilon: float, beta: float, select_fraction: float):
+def _mixture_law(curves: list[np.ndarray], epsilon: float, beta: float, select_fraction: float,
+                 selection: str = "exponential"):  # fmt: skip
     """The law of a release on a curve drawn uniformly from ``curves``: each curve's :func:`_release_law`,
     its probabilities divided by their number, concatenated."""
-    laws = [_release_law(c, epsilon, beta, select_fraction) for c in curves]
+    laws = [_release_law(c, epsilon, beta, select_fraction, selection) for c in curves]
     return tuple(np.concatenate([law[i] / (len(laws) if i == 0 else 1) for law in laws]) for i in range(4))
 
 
@@ -243,6 +250,7 @@ def distinct(
     select_fraction: float = 0.5,
     zipf: float = 1.35,
     spread: float | None = None,
+    selection: str = "exponential",
 ) -> Prediction:
     """The predicted error of :func:`userdp.releases.distinct` (``method="matching"``).
 
@@ -266,6 +274,8 @@ def distinct(
         The number of distinct elements the error is measured against (default: the curve's last value).
     max_items:
         A public bound on the elements per person (at most ``l_max``): adds the theorem's worst-case bound.
+    selection:
+        GEM's draw, as in the release (``"exponential"`` or ``"permute-and-flip"``).
 
     Returns
     -------
@@ -276,7 +286,7 @@ def distinct(
     from ..distinct.release import check_parameters
 
     cs = confidences(confidence)
-    check_parameters(epsilon, beta, l_max, "matching", select_fraction)
+    check_parameters(epsilon, beta, l_max, "matching", select_fraction, selection=selection)
     if curve is None:
         if persons is None or distinct is None or items_per_person is None:
             raise ParameterError("give the count curve, or persons, distinct and items_per_person to simulate one")
@@ -296,7 +306,7 @@ def distinct(
         basis = "the release's exact law on the given count curve"
         curves = [arr]
     truth = float(arr[-1] if distinct is None else distinct)
-    law = _mixture_law(curves, float(epsilon), float(beta), float(select_fraction))
+    law = _mixture_law(curves, float(epsilon), float(beta), float(select_fraction), selection)
     qs = {c: _abs_shortfall_quantile(truth, law, c) for c in cs}
     extra: dict = {"truth": truth, "relative": {c: v / truth for c, v in qs.items()} if truth > 0 else {}}
     if max_items is not None:
