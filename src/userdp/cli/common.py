@@ -14,6 +14,7 @@ from typing import Any
 from ..engines import ENGINES
 from ..errors import ParameterError
 from . import ledger
+from .messages import WARNED, warn
 
 SEED_WARNING = "seeded noise: for demonstrations only, no privacy"
 
@@ -61,19 +62,6 @@ def DELTA(text: str) -> float:
 
 
 DELTA.__name__ = "float"  # argparse names the type in its messages
-
-
-#: The warnings this command printed; ``--json`` output lists them under ``"warnings"``.
-WARNED: list[str] = []
-
-
-def warn(text: str) -> None:
-    """A warning on standard error, as ``userdp: warning: TEXT`` (it changes nothing that is released); also
-    kept for the ``--json`` output (:func:`print_json`)."""
-    import sys
-
-    WARNED.append(text)
-    print(f"userdp: warning: {text}", file=sys.stderr)
 
 
 SEED = number(int, 0, 2**63 - 1)

@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import ParameterError
 from ..privacy import ApproxDP, Guarantee, Neighbours, PureDP, Session, guarantee_kind, guarantee_to_dict, ledger_lock
 from ..privacy.params import delta_warning
+from .messages import warn
 
 _NB = {
     "add-remove": Neighbours.ADD_REMOVE_USER,
@@ -117,8 +118,6 @@ def _budget(text: str) -> ApproxDP:
     budget = ApproxDP(eps, delta, nb) if delta else PureDP(eps, neighbours=nb)  # checks delta in [0, 1)
     note = delta_warning(delta)
     if note is not None:  # a budget's delta above 1/1,000 is as meaningless as a release's
-        from .common import warn  # (common imports this module)
-
         warn(f"the budget's {note}")
     return budget
 

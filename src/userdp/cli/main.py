@@ -10,7 +10,8 @@ from .. import __version__
 from ..engines import engine_progress
 from ..errors import ParameterError, UserDPError
 from . import account, audit, completion, counts, dem, demo, distinct, heatmap, ledger, plan, vocabulary
-from .common import WARNED, OutOfRange, working
+from .common import OutOfRange, working
+from .messages import WARNED
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
