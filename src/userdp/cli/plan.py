@@ -111,6 +111,14 @@ def _distinct(args, conf, delta) -> dict:
             f"{p.extra['theorem bound']:.4g} with probability {p.extra['theorem confidence']:g} (any data with at "
             f"most {args.max_items_bound} elements per person)"
         )
+        out["Theorem 1.2 / Eq. (10) bound, --method greedy"] = (
+            f"{p.extra['greedy bound']:.4g} with probability {p.extra['theorem confidence']:g} (DC(D) / 2 plus "
+            "the Eq. (8) bound: the greedy count's worst case)"
+        )
+    out["Theorem 1.1 / Eq. (7) bound"] = (
+        f"{p.extra['general bound']:.4g} with probability {p.extra['general confidence']:g} (on the simulated count "
+        "curves: the largest)"
+    )
     return out
 
 
