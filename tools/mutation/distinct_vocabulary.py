@@ -315,14 +315,25 @@ MUTANTS: list[Mutant] = [
     ),
     # --- max_items="auto": the bound chosen privately (issue 35) --------------------------------------------------
     Mutant(
-        "vocabulary-auto-bound-share-not-deducted",
+        "vocabulary-auto-engine-choice-at-the-whole-epsilon",
         "budget-split",
         "vocabulary/union.py",
-        "eps_rest = eps - eps_bound",
-        "eps_rest = eps",
+        "return choose_max_items(within, auto_bound_epsilon(epsilon), rng=rng)",
+        "return choose_max_items(within, epsilon, rng=rng)",
         (_RB + "test_the_default_chooses_the_bound_and_charges_its_share",),
-        "the bound's choice spends 2% of epsilon but the set (and counts) still take all of it: the default "
-        "release spends 1.02 epsilon while stating epsilon",
+        "the engines' path draws the bound at the release's whole epsilon while only 2% of it is charged "
+        "(the eps_rest = eps - eps_bound line cannot be mutated alone: the split's guard then never ends)",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-auto-memory-choice-at-the-whole-epsilon",
+        "budget-split",
+        "vocabulary/union.py",
+        'choice = choose_max_items(persons_within(k), plan["epsilon_bound"], rng=src)',
+        "choice = choose_max_items(persons_within(k), float(epsilon), rng=src)",
+        (_RB + "test_the_default_chooses_the_bound_and_charges_its_share",),
+        "the in-memory (and policy) path draws the bound at the release's whole epsilon while only 2% of it "
+        "is charged",
         (1,),
     ),
     Mutant(
