@@ -227,7 +227,8 @@ def test_userdp_audit_vocabulary_passes(capsys):
 
     assert main(["audit", "vocabulary"]) == 0
     out = capsys.readouterr().out
-    assert out.count("[PASS]") == 3 and "laplace" in out and "gaussian" in out and "policy" in out
+    assert out.count("[PASS]") == 4 and "laplace" in out and "gaussian" in out and "policy" in out
+    assert "max_items chosen privately (auto)" in out
 
 
 def test_a_person_listing_an_item_many_times_holds_it_once():
