@@ -39,6 +39,13 @@ gives half of ``delta`` to each; Laplace noise all of it to ``delta_N``.
 
 The threshold is the smallest integer for which this bound, with a relative margin of ``1e-9``, is at most
 the target.
+
+**The bound chosen from the data** (``max_items="auto"``, the vocabulary release's default;
+:func:`choose_max_items`): the exponential mechanism picks ``max_items`` from the public grid ``1, 2, 4, ...,
+8192`` with the rank scores ``-|W_g - 0.9 n|`` (``W_g`` persons holding between 1 and ``g`` distinct items,
+``n`` persons holding any; sensitivity 1), with ``AUTO_FRACTION`` of epsilon and no delta. The union then runs
+at the rest of the budget for the chosen bound; by sequential (adaptive) composition the whole is
+``(epsilon, delta)``-DP. Every calibration is checked at the largest candidate before the data are read.
 """
 
 from __future__ import annotations
