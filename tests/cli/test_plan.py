@@ -25,6 +25,15 @@ def test_plan_vocabulary(capsys):
     assert main(["plan", "vocabulary", "--epsilon", "1", "--delta", "1e-6", "--persons", "40", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert "an item held by 40 persons" in got and "released with probability 0.9" in got
+    # the default max_items auto: no plan knows the chosen bound; the figures are the largest candidate's
+    assert got["max_items"].startswith("auto: chosen from the data") and "8192" in got["max_items"]
+    new = plan.vocabulary(1.0, 1e-6, persons=40, max_items="auto").extra["new item released at most"]
+    assert got["an item only one person holds"] == f"released with probability at most {new:.3g}"
+    assert main(["plan", "vocabulary", "--epsilon", "1", "--delta", "1e-6", "--max-items", "100", "--json"]) == 0
+    assert "max_items" not in json.loads(capsys.readouterr().out)
+    # the largest candidate's threshold is above a fixed 100's: the auto figures bound the chosen bound's
+    auto, fixed = plan.vocabulary(1.0, 1e-6), plan.vocabulary(1.0, 1e-6, max_items=100)
+    assert auto.extra["threshold"] > fixed.extra["threshold"]
 
 
 def test_plan_distinct_linear_frequency_heatmap(capsys):

@@ -7,6 +7,7 @@ from . import Mutant
 _RD = "tests/releases/test_distinct.py::"
 _RV = "tests/releases/test_vocabulary.py::"
 _RC = "tests/releases/test_counts.py::"
+_RB = "tests/vocabulary/test_union_bound.py::"
 
 MUTANTS: list[Mutant] = [
     # --- per-key counts (the review's survivors first) ---------------------------------------------------------
@@ -191,8 +192,8 @@ MUTANTS: list[Mutant] = [
         "vocabulary-release-twice-max-items",
         "contribution-bound",
         "releases/vocabulary.py",
-        "data, int(max_items), partial(keyed_keep, streams, cap=int(max_items)),",
-        "data, 2 * int(max_items), partial(keyed_keep, streams, cap=2 * int(max_items)),",
+        "data, cap, partial(keyed_keep, streams, cap=cap),",
+        "data, 2 * cap, partial(keyed_keep, streams, cap=2 * cap),",
         (_RV + "test_a_person_counts_toward_at_most_max_items_items",),
         "the vocabulary release lets each person count toward 2 max_items items: twice the sensitivity the "
         "threshold and noise were calibrated for",
@@ -324,5 +325,103 @@ MUTANTS: list[Mutant] = [
         ":",
         ("tests/vocabulary/test_counts.py::test_the_batch_lookup_sees_a_key_list_changed_in_place_and_is_not_kept_after_a_release",),
         "a key list changed in place is restricted with its old lookup: records counted on keys not asked for",
+    ),
+    # --- max_items="auto": the bound chosen privately (issue 35) --------------------------------------------------
+    Mutant(
+        "vocabulary-auto-engine-choice-at-the-whole-epsilon",
+        "budget-split",
+        "vocabulary/union.py",
+        "return choose_max_items(within, auto_bound_epsilon(epsilon), rng=rng)",
+        "return choose_max_items(within, epsilon, rng=rng)",
+        (_RB + "test_the_default_chooses_the_bound_and_charges_its_share",),
+        "the engines' path draws the bound at the release's whole epsilon while only 2% of it is charged "
+        "(the eps_rest = eps - eps_bound line cannot be mutated alone: the split's guard then never ends)",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-auto-memory-choice-at-the-whole-epsilon",
+        "budget-split",
+        "vocabulary/union.py",
+        'choice = choose_max_items(persons_within(k), plan["epsilon_bound"], rng=src)',
+        "choice = choose_max_items(persons_within(k), float(epsilon), rng=src)",
+        (_RB + "test_the_default_chooses_the_bound_and_charges_its_share",),
+        "the in-memory (and policy) path draws the bound at the release's whole epsilon while only 2% of it "
+        "is charged",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-auto-release-drops-the-choice",
+        "budget-split",
+        "releases/vocabulary.py",
+        "cap = max_items.value if isinstance(max_items, BoundChoice) else int(max_items)",
+        "max_items = cap = max_items.value if isinstance(max_items, BoundChoice) else int(max_items)",
+        (_RB + "test_the_default_chooses_the_bound_and_charges_its_share",),
+        "the release layer passes the chosen bound on as a plain number: the set is calibrated with the whole "
+        "epsilon although the choice spent its share",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-auto-memory-drops-the-choice",
+        "budget-split",
+        "vocabulary/union.py",
+        "plan = plan_vocabulary(epsilon, delta, choice, noise, policy, count_fraction, cutoff_margin)",
+        "plan = plan_vocabulary(epsilon, delta, choice.value, noise, policy, count_fraction, cutoff_margin)",
+        (_RB + "test_the_default_chooses_the_bound_and_charges_its_share",),
+        "the in-memory (and policy) release re-plans with the chosen bound as a plain number: the choice's "
+        "share of epsilon is spent twice",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-auto-choice-sensitivity-half",
+        "sensitivity",
+        "vocabulary/union.py",
+        "i = exponential_mechanism(s, 1.0, epsilon_select, rng)",
+        "i = exponential_mechanism(s, 0.5, epsilon_select, rng)",
+        (_RB + "test_the_choice_is_the_exponential_mechanism_of_the_rank_scores",
+         _RB + "test_the_default_chooses_the_bound_and_charges_its_share"),
+        "the choice's exponential mechanism assumes rank scores of sensitivity 1/2: it spends twice its share",
+    ),
+    Mutant(
+        "vocabulary-auto-scores-sensitivity-two",
+        "sensitivity",
+        "vocabulary/union.py",
+        "return -np.abs(within[:-1] - quantile * within[-1])",
+        "return -2 * np.abs(within[:-1] - quantile * within[-1])",
+        (_RB + "test_exact_audit_of_the_choice_and_broken_variants_caught",
+         _RB + "test_the_choice_is_the_exponential_mechanism_of_the_rank_scores"),
+        "the rank scores are doubled (sensitivity 2) while the mechanism draws for sensitivity 1: twice the "
+        "choice's epsilon spent",
+    ),
+    Mutant(
+        "vocabulary-auto-calibrated-for-the-smallest-candidate",
+        "contribution-bound",
+        "vocabulary/union.py",
+        "return max_items.value, max_items.epsilon, max_items",
+        "return min(MAX_ITEMS_GRID), max_items.epsilon, max_items",
+        (_RB + "test_the_default_chooses_the_bound_and_charges_its_share",
+         _RB + "test_auto_plans_every_candidate"),
+        "the set's threshold and counts are calibrated for one item per person while each person keeps up to "
+        "the chosen bound: a person's new items are released far more often than delta allows",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-auto-grid-counts-persons-below-the-bound",
+        "contribution-bound",
+        "vocabulary/union.py",
+        'within = np.searchsorted(np.sort(k), np.asarray(grid, dtype=np.int64), side="right")',
+        'within = np.searchsorted(np.sort(k), np.asarray(grid, dtype=np.int64), side="left")',
+        (_RB + "test_persons_within_counts_the_persons_each_bound_keeps_whole",),
+        "the grid counts the persons holding fewer items than each candidate, not at most as many: the bound "
+        "lands one grid step above the quantile asked for",
+    ),
+    Mutant(
+        "vocabulary-auto-plan-checks-the-smallest-candidate",
+        "refusal",
+        "vocabulary/union.py",
+        "return max(MAX_ITEMS_GRID), auto_bound_epsilon(eps), None",
+        "return min(MAX_ITEMS_GRID), auto_bound_epsilon(eps), None",
+        (_RB + "test_auto_plans_every_candidate",),
+        "'auto' checks the calibrations for one item per person only: a bound the data choose later could be "
+        "refused after the data were read",
     ),
 ]

@@ -36,6 +36,7 @@ __all__ = [
     "audit_distinct_count",
     "set_union_law",
     "audit_set_union",
+    "audit_max_items_choice",
     "l2_lattice_table",
     "l2_lattice_moment",
     "randomized_rounding_law",
@@ -535,6 +536,49 @@ def audit_set_union(
         f"exact over {len(datasets)} datasets and their remove-one-person neighbours ({cal.noise} noise, "
         f"{cal.unit} lattice steps per person, threshold {cal.threshold}, scale {cal.scale}); worst: dataset "
         f"{where[0] if where else None} minus person {where[1] if where else None}",
+    )
+
+
+def audit_max_items_choice(
+    datasets: list[list[int]],
+    epsilon: float,
+    *,
+    claimed_epsilon: float | None = None,
+    scores=None,
+    name: str = "max_items chosen privately",
+) -> AuditResult:
+    """Exact audit of the vocabulary's private choice of ``max_items`` (:func:`userdp.vocabulary.choose_max_items`)
+    over add/remove-one-person neighbours.
+
+    ``datasets`` are datasets given by their persons' numbers of distinct items ``k_i`` (all the choice reads).
+    For every dataset and every neighbour without one of its persons (a one-person dataset against the empty
+    one, too), the law of the chosen bound is computed exactly from the implementation's counts
+    (:func:`~userdp.vocabulary.persons_within`) and scores (:func:`~userdp.vocabulary.max_items_scores`, or
+    ``scores(within)`` for a broken variant) as the exponential mechanism at ``epsilon`` with sensitivity 1
+    draws it; the measured epsilon is the largest ``|ln P_D(g) / P_D'(g)|``. It passes when that is at most
+    ``claimed_epsilon`` (the plan's share, ``epsilon`` unless given)."""
+    from ..vocabulary import max_items_scores, persons_within
+
+    score = scores or max_items_scores
+    claimed = float(epsilon if claimed_epsilon is None else claimed_epsilon)
+
+    def law(ks: list[int]) -> np.ndarray:
+        return _exp_mech_log_probs(score(persons_within(np.asarray(ks, dtype=np.int64))), float(epsilon))
+
+    worst, where = 0.0, None
+    for D in datasets:
+        here = law(D)
+        for u in range(len(D)):
+            loss = float(np.max(np.abs(here - law(D[:u] + D[u + 1 :]))))
+            if loss > worst:
+                worst, where = loss, (D, u)
+    return AuditResult(
+        name,
+        f"{claimed:g}-DP (add/remove one person)",
+        f"epsilon = {worst:.6g}",
+        worst <= claimed * (1 + 1e-9) + _FLOAT_SLACK,
+        f"exact over {len(datasets)} datasets of persons' item counts and their remove-one-person neighbours; "
+        f"worst: dataset {where[0] if where else None} minus person {where[1] if where else None}",
     )
 
 

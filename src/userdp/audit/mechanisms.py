@@ -22,6 +22,7 @@ from .exact import (
     audit_lattice_l1,
     audit_lattice_l2,
     audit_lattice_laplace,
+    audit_max_items_choice,
     audit_randomizer,
     audit_set_union,
 )
@@ -157,6 +158,8 @@ def audit_set_union_releases() -> list[AuditResult]:
         audit_set_union(policy_tiny, 4.0, 1e-2, 2, "laplace", policy=True, cutoff_margin=0.0,
                         name="policy laplace set union, epsilon 4, delta 0.01 (cutoff at the threshold)")
     )  # fmt: skip
+    counts = [[1] * 17 + [4] * 2 + [9000], [1] * 8 + [2] * 9 + [16] * 2 + [300], [1] * 26 + [8] * 3 + [5000], [1]]
+    results.append(audit_max_items_choice(counts, 0.5, name="max_items chosen privately (auto), epsilon 0.5"))
     return results
 
 

@@ -39,6 +39,17 @@ def number(kind: type, low: float, high: float, low_open: bool = False) -> Calla
     return parse
 
 
+def MAX_ITEMS(text: str) -> int | str:
+    """The argparse ``type`` of the vocabulary's ``--max-items``: ``auto`` (chosen privately from the data) or a
+    whole number in ``[1, 10000]``."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return number(int, 1, 10_000)(text)
+    except ValueError:
+        raise OutOfRange(f"must be auto or a whole number in [1, 10000], got {text}") from None
+
+
 EPSILON = number(float, 1e-6, 1e4)  # epsilon, alpha and alpha_0 of a release
 DELTA_FLOOR = 1e-300  # below it ln(1/delta) is no longer finite; 0 (pure) is leaving --delta out
 

@@ -7,7 +7,7 @@ import argparse
 
 from .. import plan
 from ..errors import ParameterError
-from .common import DELTA, EPSILON, PROBABILITY, number, report
+from .common import DELTA, EPSILON, MAX_ITEMS, PROBABILITY, number, report
 from .counts import bounds_pair
 
 
@@ -92,6 +92,7 @@ def _vocabulary(args, conf, delta) -> dict:
         "an item only one person holds": f"released with probability at most {new:.3g}",
         **held,
         **({f"count error at confidence {conf:g}": p.quantiles[conf]} if p.quantiles else {}),
+        **({"max_items": p.extra["max_items"]} if args.max_items == "auto" else {}),
         "basis": p.basis,
     })  # fmt: skip
     return out
@@ -212,7 +213,9 @@ def add_parser(sub) -> None:
     pl.add_argument("--noise", choices=["laplace", "gaussian"], default=None, help="counts, vocabulary: the noise")
     pl.add_argument("--bounds", type=bounds_pair, default=(8, 4), help="counts: L0,LINF")
     pl.add_argument("--keys", type=number(int, 1, 10**9), default=1, help="counts: the number of keys released")
-    pl.add_argument("--max-items", type=number(int, 1, 10_000), default=100, help="vocabulary: items per person")
+    pl.add_argument("--max-items", type=MAX_ITEMS, default="auto",
+                    help="vocabulary: items per person (auto, the default: chosen from the data; the plan then "
+                         "gives the figures of the largest candidate, 8192, which bound the chosen one's)")  # fmt: skip
     pl.add_argument("--count-fraction", type=number(float, 0.0, 0.99), default=0.5, help="vocabulary")
     pl.add_argument("--persons", type=number(int, 1, 10**9), default=None,
                     help="the number of persons (a public estimate); vocabulary: persons holding an item")  # fmt: skip

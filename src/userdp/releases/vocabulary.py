@@ -19,7 +19,14 @@ from ..engines import Columns, Engine, get_engine
 from ..noise import KeyedStreams, RngLike, keyed_keep, resolve_rng
 from ..privacy.params import warn_large_delta
 from ..privacy.result import Release
-from ..vocabulary import plan_vocabulary, private_vocabulary, private_vocabulary_from_sums, vocabulary_sum_columns
+from ..vocabulary import (
+    BoundChoice,
+    choose_max_items_with,
+    plan_vocabulary,
+    private_vocabulary,
+    private_vocabulary_from_sums,
+    vocabulary_sum_columns,
+)
 
 __all__ = ["vocabulary"]
 
@@ -32,7 +39,7 @@ def vocabulary(
     user: str = "user",
     item: str = "item",
     tokenize: bool = False,
-    max_items: int = 100,
+    max_items: int | str = "auto",
     noise: str = "gaussian",
     policy: bool = False,
     count_fraction: float = 0.5,
@@ -48,7 +55,11 @@ def vocabulary(
         :class:`~userdp.data.UserDataset`.
     tokenize:
         The item column is text; the items are its lower-cased words (:func:`userdp.data.tokenize`).
-    max_items, noise, policy, count_fraction:
+    max_items:
+        ``"auto"`` (default): chosen privately from the persons' numbers of distinct items (counted where the
+        data are, :func:`userdp.vocabulary.choose_max_items_with`) with 2% of ``epsilon``; or a whole number.
+        As in :func:`userdp.vocabulary.private_vocabulary`.
+    noise, policy, count_fraction:
         As in :func:`userdp.vocabulary.private_vocabulary`.
     engine, rng:
         As in :func:`userdp.releases.heatmap`.
@@ -59,9 +70,12 @@ def vocabulary(
     src = resolve_rng(rng)
     data = eng.load(source, Columns(user, item, tokenize=tokenize))
     if not policy:  # bounding and weights per person, then sums per item: on Spark's executors too
+        if isinstance(max_items, str):  # "auto": each person's distinct items counted where the data are
+            max_items = choose_max_items_with(partial(eng.key_record_sums, data), epsilon, src)
+        cap = max_items.value if isinstance(max_items, BoundChoice) else int(max_items)
         streams = KeyedStreams.from_rng(src)
         labels, sums = eng.bounded_item_sums(
-            data, int(max_items), partial(keyed_keep, streams, cap=int(max_items)),
+            data, cap, partial(keyed_keep, streams, cap=cap),
             partial(vocabulary_sum_columns, noise=noise),
         )  # fmt: skip
         return private_vocabulary_from_sums(
