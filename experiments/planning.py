@@ -24,8 +24,15 @@ are held out. The distinct count is planned twice from public sizes: with the sp
 and with the spread given (the data's log-standard deviation of persons' sizes to one decimal, what a planner
 would know from public knowledge of similar data).
 
-Writes experiments/results/planning.csv, planning_table.md, planning_coverage.csv, planning_coverage.md and
-planning.png.
+Leave one source out (``planning_refit.{csv,md}``): the constants are refitted with each source's data sets
+removed and scored on them. The distinct count's spread windows (which offsets from the given spread the
+90% bound and the median mix over) are chosen among the windows of :data:`REFIT_OFFSETS` on the other
+sources, Reddit's words and bigrams held out together (the same authors), as are TPC-H's and Foursquare's;
+the heatmap's and frequency estimation's multipliers of the upper quantiles (``MARGIN``) are refitted with
+each box or data set held out.
+
+Writes experiments/results/planning.csv, planning_table.md, planning_coverage.csv, planning_coverage.md,
+planning_refit.csv, planning_refit_margins.csv, planning_refit.md and planning.png.
 
 Run: python experiments/planning.py [--imdb PATH] [--tpch PARQUET] [--quick]
 """
@@ -33,6 +40,7 @@ Run: python experiments/planning.py [--imdb PATH] [--tpch PARQUET] [--quick]
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 
 import numpy as np
@@ -49,12 +57,15 @@ from userdp.heatmaps import heatmap_emd, user_grid_sum
 from userdp.metrics import GreatCircleMetric
 from userdp.report.demo import MIDTOWN, TIMES_SQUARE, _regions
 
+plan_dem = importlib.import_module("userdp.plan.dem")  # (``userdp.plan.heatmap`` is also a function)
+plan_heatmap = importlib.import_module("userdp.plan.heatmap")
 OUT = Path(__file__).resolve().parent / "results"
 SHARED_DIR = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 SHARED = SHARED_DIR / "imdb_reviews.jsonl.xz"
 #: The data sets whose errors chose the distinct count's constants (the rest are held out of the fit).
 DISTINCT_FIT = {"amazon fashion", "foursquare venues", "imdb"}
 DOWNTOWN = BoxDomain.latlon(40.700, 40.735, -74.020, -73.975)
+EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 
 def _row(release, data, param, value, pred, errs, basis, held_out=True):
@@ -81,7 +92,9 @@ def _round(x: float) -> float:
     return float(f"{x:.2g}")
 
 
-def distinct_rows(name, graph, runs):
+def distinct_rows(name, graph, runs, measured=None):
+    """The rows of one data set; ``measured`` (a dict), when given, receives what :func:`refit_distinct`
+    needs: the public sizes, the spread, the Zipf exponent, the truth and the errors per epsilon."""
     curve = dc_matching(graph, 100)
     truth = graph.distinct_count()
     deg = graph.degrees()
@@ -92,9 +105,13 @@ def distinct_rows(name, graph, runs):
     fit = name in DISTINCT_FIT
     # what public knowledge says of the elements: TPC-H's parts and suppliers are a catalogue (Zipf 0)
     zipf, note = (0.0, ", Zipf 0") if name.startswith("tpch") else (1.35, "")
+    if measured is not None:
+        measured.update(sizes=sizes, spread=spread, zipf=zipf, truth=float(truth), errors={})
     rows = []
-    for eps in (0.25, 0.5, 1.0, 2.0, 4.0):
+    for eps in EPSILONS:
         errs = np.abs([truth - distinct_count(None, eps, 0.05, 100, counts=curve, rng=s).value for s in range(runs)])
+        if measured is not None:
+            measured["errors"][eps] = errs
         rows.append(_row("distinct count", name, "epsilon", eps, plan.distinct(eps, **sizes), errs,
                          "synthetic curves, spread unknown", not fit))  # fmt: skip
         given = plan.distinct(eps, spread=spread, zipf=zipf, **sizes)
@@ -103,6 +120,117 @@ def distinct_rows(name, graph, runs):
         exact = plan.distinct(eps, curve=curve, distinct=truth)
         rows.append(_row("distinct count", name, "epsilon", eps, exact, errs, "exact law, true curve", not fit))
     return rows
+
+
+#: The offsets (added to a data set's spread) among which the refit chooses the plan's windows.
+REFIT_OFFSETS = (-0.5, -0.25, 0.0, 0.25, 0.5, 0.75)
+#: Data sets of one source are held out together (Reddit's words and bigrams are the same authors).
+SOURCE = {"amazon fashion": "amazon", "foursquare venues": "foursquare", "foursquare categories": "foursquare",
+          "reddit words": "reddit", "reddit bigrams": "reddit", "tpch parts": "tpch", "tpch suppliers": "tpch",
+          "imdb": "imdb"}  # fmt: skip
+
+
+def _windows() -> list[tuple[float, ...]]:
+    n = len(REFIT_OFFSETS)
+    return [REFIT_OFFSETS[i:j] for i in range(n) for j in range(i + 1, n + 1)]
+
+
+def window_stats(m: dict) -> dict:
+    """Per window of :data:`REFIT_OFFSETS`: the plan's median and 90% quantile per epsilon for the release's
+    exact law mixed over the synthetic curves at ``spread + offset`` (what ``plan.distinct`` computes for
+    one window), the coverage of the measured errors (pooled over epsilon) and predicted / measured medians."""
+    from userdp.plan.distinct import _abs_shortfall_quantile, _release_law, synthetic_curve
+
+    sz = m["sizes"]
+    curves = {o: synthetic_curve(sz["persons"], sz["distinct"], sz["items_per_person"], 100, m["zipf"],
+                                 round(max(0.0, m["spread"] + o), 6)) for o in REFIT_OFFSETS}  # fmt: skip
+    laws = {(eps, o): _release_law(c, eps, 0.05, 0.5) for eps in EPSILONS for o, c in curves.items()}
+    out = {}
+    for w in _windows():
+        q90, ratio, covered, total = [], [], 0, 0
+        for eps in EPSILONS:
+            parts = [laws[eps, o] for o in w]
+            law = tuple(np.concatenate([x[i] / (len(parts) if i == 0 else 1) for x in parts]) for i in range(4))
+            q = _abs_shortfall_quantile(float(sz["distinct"]), law, 0.9)
+            med = _abs_shortfall_quantile(float(sz["distinct"]), law, 0.5)
+            errs = m["errors"][eps]
+            q90.append(q)
+            ratio.append(med / max(float(np.median(errs)), 1e-12))
+            covered += int(np.sum(errs <= q))
+            total += errs.size
+        out[w] = {"coverage": covered / total, "q90": np.array(q90), "ratio": np.array(ratio)}
+    return out
+
+
+def choose_windows(stats: dict, names: list[str]) -> tuple[tuple, tuple]:
+    """The windows fitted on ``names``: for the 90% bound, the tightest (smallest mean log quantile) whose
+    pooled coverage is at least 90% on every data set (or the best any window reaches there, for data sets
+    whose error no window moves); for the median, the one with the smallest worst ``|log(predicted /
+    measured)|``."""
+    ws = _windows()
+    need = {d: min(0.9, max(stats[d][w]["coverage"] for w in ws)) - 1e-9 for d in names}
+    ok = [w for w in ws if all(stats[d][w]["coverage"] >= need[d] for d in names)]
+    bound = min(ok, key=lambda w: float(np.mean([np.log(stats[d][w]["q90"]).mean() for d in names])))
+    median = min(ws, key=lambda w: max(float(np.abs(np.log(stats[d][w]["ratio"])).max()) for d in names))
+    return bound, median
+
+
+def refit_distinct(measured: dict[str, dict]) -> pd.DataFrame:
+    """Leave one source out: the windows are chosen on the other sources' data sets and scored on the held-out
+    ones; the last rows choose on all (what ``userdp.plan.distinct`` ships: compare ``SPREAD_OFFSETS``)."""
+    stats = {}
+    for name, m in measured.items():
+        stats[name] = window_stats(m)
+        print(f"refit: {name} windows done", flush=True)
+    names = list(stats)
+    rows = []
+    for src in dict.fromkeys(SOURCE.get(n, n) for n in names):
+        held = [n for n in names if SOURCE.get(n, n) == src]
+        bound, median = choose_windows(stats, [n for n in names if n not in held])
+        for n in held:
+            rows.append({"held out": src, "data": n, "bound window": bound, "median window": median,
+                         "coverage_q90": stats[n][bound]["coverage"],
+                         "ratio_min": float(stats[n][median]["ratio"].min()),
+                         "ratio_max": float(stats[n][median]["ratio"].max())})  # fmt: skip
+    bound, median = choose_windows(stats, names)
+    for n in names:
+        rows.append({"held out": "none (all)", "data": n, "bound window": bound, "median window": median,
+                     "coverage_q90": stats[n][bound]["coverage"], "ratio_min": float(stats[n][median]["ratio"].min()),
+                     "ratio_max": float(stats[n][median]["ratio"].max())})  # fmt: skip
+    df = pd.DataFrame(rows)
+    for col in ("bound window", "median window"):
+        df[col] = df[col].map(lambda w: f"{w[0]:+g}..{w[-1]:+g}")
+    return df
+
+
+#: The multipliers :func:`refit_margin` chooses from.
+MARGINS = tuple(np.round(np.arange(1.0, 2.01, 0.05), 2))
+
+
+def refit_margin(entries: list[dict], grid=MARGINS) -> pd.DataFrame:
+    """Leave one data set out for a multiplier of the quantiles above the median (``plan.heatmap.MARGIN``,
+    ``plan.dem.MARGIN``): each entry holds ``data``, the simulated 90% quantile without the multiplier
+    (``raw_q90``) and the measured ``errors``; the multiplier fitted on the others is the smallest on the grid
+    whose coverage reaches 90% on each of them."""
+
+    def coverage(data: str, m: float) -> float:
+        es = [e for e in entries if e["data"] == data]
+        return float(np.mean(np.concatenate([e["errors"] <= m * e["raw_q90"] for e in es])))
+
+    def fitted(names: list[str]) -> float:
+        for m in grid:
+            if all(coverage(d, m) >= 0.9 for d in names):
+                return float(m)
+        return float(grid[-1])
+
+    names = list(dict.fromkeys(e["data"] for e in entries))
+    rows = []
+    for d in names:
+        m = fitted([n for n in names if n != d]) if len(names) > 1 else float("nan")
+        rows.append({"release": entries[0]["release"], "held out": d, "fitted margin": m,
+                     "coverage_q90": coverage(d, m) if np.isfinite(m) else float("nan"),
+                     "margin fitted on all": fitted(names)})  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def _pairs_graph(users, items):
@@ -173,7 +301,7 @@ def linear_rows(fs, runs):
     return rows
 
 
-def frequency_rows(fs, runs):
+def frequency_rows(fs, runs, measured=None):
     """Each release on its own sample of 100 check-ins per user (BoundedEMDReduction's projection, as the
     demo draws it), measured against that sample's histogram."""
     ds, space = _regions(fs)
@@ -185,12 +313,13 @@ def frequency_rows(fs, runs):
                            p.global_histogram(), space) for s, p in enumerate(projs)]  # fmt: skip
         pred = plan.frequency(alpha, persons=1083, items_per_person=100, clusters=16, cluster_size=9, r=0.25,
                               delta=1e-6)  # fmt: skip
+        _measure(measured, "frequency", "foursquare regions", pred, errs, plan_dem.MARGIN)
         rows.append(_row("frequency (GKRR, local)", "foursquare regions", "alpha", alpha, pred, errs,
                          "simulation, stand-in histograms", False))  # fmt: skip
     return rows
 
 
-def exponential_rows(runs):
+def exponential_rows(runs, measured=None):
     """FreqEstLocal with the exponential randomizer on a synthetic 50-point line (2,000 users of 20 items
     from two bumps), predicted from the uniform stand-in."""
     from userdp.data import FiniteDomain, UserDataset
@@ -207,6 +336,7 @@ def exponential_rows(runs):
     for alpha in (25.0, 50.0, 100.0, 200.0):
         errs = [demd_error(freq_est_local(ds, line, alpha, 1e-6, rng=s).value, truth, line) for s in range(runs)]
         pred = plan.frequency(alpha, persons=2000, items_per_person=20, space=line, delta=1e-6)
+        _measure(measured, "frequency", "synthetic line, k = 50", pred, errs, plan_dem.MARGIN)
         rows.append(_row("frequency (exponential, local)", "synthetic line, k = 50", "alpha", alpha, pred, errs,
                          "simulation, stand-in histograms"))  # fmt: skip
     return rows
@@ -220,7 +350,7 @@ HEATMAPS = (  # (data, box, cells along the longer side, algorithms, the stand-i
 )
 
 
-def heatmap_rows(fs, runs, quick=False):
+def heatmap_rows(fs, runs, quick=False, measured=None):
     rows = []
     for name, area, side, algorithms, fit in HEATMAPS[:2] if quick else HEATMAPS:
         box, shape = releases.grid_of(area, side)
@@ -231,9 +361,17 @@ def heatmap_rows(fs, runs, quick=False):
                 errs = [heatmap_emd(s, releases.heatmap(fs, area, side, eps, algorithm, drop_outside=True,
                                                         rng=i).value) for i in range(runs)]  # fmt: skip
                 pred = plan.heatmap(eps, shape=shape, persons=persons, points_per_person=points, algorithm=algorithm)
+                _measure(measured, "heatmap", name, pred, errs, plan_heatmap.MARGIN)
                 rows.append(_row(f"heatmap ({algorithm})", name, "epsilon", eps, pred, errs,
                                  "simulation, stand-in shapes", not fit))  # fmt: skip
     return rows
+
+
+def _measure(measured, release, data, pred, errs, margin) -> None:
+    """Keep what :func:`refit_margin` needs: the 90% quantile without the plan's multiplier, and the errors."""
+    if measured is not None:
+        measured.append({"release": release, "data": data, "raw_q90": pred.quantiles[0.9] / margin,
+                         "errors": np.asarray(errs, dtype=np.float64)})  # fmt: skip
 
 
 def _heatmap_sizes(fs, box) -> tuple[int, float]:
@@ -286,14 +424,16 @@ def main() -> None:
     graphs.update(tpch_graphs(args.tpch))
     if Path(args.imdb).exists() and not q:
         graphs["imdb"] = person_element_graph(datasets.imdb_reviews(args.imdb))
-    rows = []
+    rows, measured, sims = [], {}, []
     for name, graph in graphs.items():
-        rows += distinct_rows(name, graph, runs)
+        rows += distinct_rows(name, graph, runs, measured.setdefault(name, {}))
         print(f"distinct count: {name} done", flush=True)
     rows += linear_rows(fs, 100 if q else 400)
-    rows += frequency_rows(fs, 10 if q else 40)
-    rows += exponential_rows(5 if q else 20)
-    rows += heatmap_rows(fs, 4 if q else 10, quick=q)
+    rows += frequency_rows(fs, 10 if q else 40, sims)
+    rows += exponential_rows(5 if q else 20, sims)
+    rows += heatmap_rows(fs, 4 if q else 10, quick=q, measured=sims)
+    refit = refit_distinct(measured)
+    margins = pd.concat([refit_margin([e for e in sims if e["release"] == r]) for r in ("heatmap", "frequency")])
     df = pd.DataFrame(rows)
     out.mkdir(exist_ok=True)
     df.to_csv(out / "planning.csv", index=False)
@@ -304,6 +444,11 @@ def main() -> None:
     cov.to_csv(out / "planning_coverage.csv", index=False)
     (out / "planning_coverage.md").write_text(_markdown(cov))
     print(cov.to_string(index=False))
+    refit.to_csv(out / "planning_refit.csv", index=False)
+    margins.to_csv(out / "planning_refit_margins.csv", index=False)
+    (out / "planning_refit.md").write_text(_markdown(refit) + "\n" + _markdown(margins))
+    print(refit.to_string(index=False))
+    print(margins.to_string(index=False))
     inside = df["ratio_median"].between(0.5, 2.0)
     print(f"\npredicted median within 2x of the measured median: {inside.sum()} of {len(df)} rows")
     low = cov[cov["coverage_q90"] < 0.85]

@@ -574,6 +574,22 @@ def test_permute_and_flip_exact_law(scores, sens, eps, monotone):
     assert np.abs(law - _selection_law_expected(scores, sens, 1.3 * eps, monotone, "pf")).max() > 1e-2
 
 
+@pytest.mark.parametrize(
+    "scores,sens,eps,monotone",
+    [([0.0, 1.0, 2.0], 1.0, 1.0, False), ([0.0, 1.0, 2.0], 1.0, 1.0, True), ([0.0, 0.5, 1.0], 0.5, 1.0, False),
+     ([3.0, -1.0, 0.0, 2.0, 2.0], 1.0, 0.7, False)],
+)  # fmt: skip
+def test_permute_and_flip_probabilities_are_the_sampler_s_law(scores, sens, eps, monotone):
+    """The closed form ``P(i) = p_i int_0^1 prod_{j != i} (1 - x p_j) dx`` (what the plan and the exact audit
+    use) is the law of the sampler as implemented (enumerated) and of the definition (every order)."""
+    from userdp.noise import permute_and_flip_probabilities
+
+    closed = permute_and_flip_probabilities(scores, sens, eps, monotone)
+    assert np.abs(closed - _selection_law_expected(scores, sens, eps, monotone, "pf")).max() < 1e-12
+    if len(scores) <= 3:
+        assert np.abs(closed - _pf_law(scores, sens, eps, monotone)).max() < 2e-9
+
+
 def test_exponential_mechanism_distribution(rng):
     """Statistical end-to-end check on the default uniform draws (the exact law given the uniform is
     :func:`test_exponential_mechanism_exact_law`): the uniform spans [0, 1), and 1.3 eps is rejected."""

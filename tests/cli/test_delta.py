@@ -98,6 +98,8 @@ def test_a_large_delta_is_released_and_charged_with_one_warning_on_stderr(files,
     warned = [line for line in out.err.splitlines() if line.startswith("userdp: warning: delta")]
     assert len(warned) == 1 and warned[0].startswith(WARNING) and "1/n" in warned[0]
     assert len(json.loads(ledger.read_text())["entries"]) == 1
+    # the JSON output carries the warning too (a pipeline that reads only standard output sees it)
+    assert [w for w in json.loads(out.out)["warnings"] if w.startswith("delta = 0.99")] == [warned[0][17:]]
 
 
 @pytest.mark.parametrize("command", list(ACCOUNTANT))
@@ -116,7 +118,23 @@ def test_a_vacuous_shuffle_bound_names_its_flags(capsys):
 
 def test_a_small_delta_gives_no_warning(files, capsys):
     assert main([*_releases(files)["vocabulary"], "--delta", "1e-3", "--json", "--seed", "1"]) == 0
-    assert "warning: delta" not in capsys.readouterr().err
+    out = capsys.readouterr()
+    assert "warning: delta" not in out.err and "warnings" not in json.loads(out.out)
+
+
+def test_a_ledger_budget_with_a_large_delta_is_created_with_a_warning(tmp_path, capsys):
+    assert main(["ledger", "init", str(tmp_path / "l.json"), "--budget", "replace:1:0.5"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("userdp: warning: the budget's delta = 0.5 is above 0.001") and "1/n" in err
+    assert main(["ledger", "init", str(tmp_path / "m.json"), "--budget", "replace:1:1e-6"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_the_planner_s_json_lists_the_warning(capsys):
+    argv = ["plan", "counts", "--epsilon", "1", "--noise", "gaussian", "--delta", "0.5", "--json"]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["warnings"] == [out.err.strip().removeprefix("userdp: warning: ")]
 
 
 def test_the_ledger_budget_refuses_delta_1_with_the_same_message(tmp_path, capsys):

@@ -53,7 +53,8 @@ BY_PATH = {c.path: c for c in COMMANDS}
 
 EXPLORE = int(os.environ.get("USERDP_FUZZ_EXAMPLES", "0"))
 TIMEOUT = float(os.environ.get("USERDP_FUZZ_TIMEOUT", "0"))
-CI_EXAMPLES = 600  # ~35 s on one core
+CI_EXAMPLES = 250  # the default tier: ~15 s on one core
+SLOW_EXAMPLES = 1500  # the slow tier (pytest -m slow), other examples: ~90 s
 
 # --------------------------------------------------------------------------------------------
 # What one example runs
@@ -506,17 +507,24 @@ FOUND = [
     plan("distinct", "corrupt.csv.gz", *_DISTINCT, "--no-header"),
 ]
 
-_settings = settings(
-    max_examples=EXPLORE or CI_EXAMPLES,
-    deadline=None,
-    derandomize=not EXPLORE,
-    database=None if not EXPLORE else settings.default.database,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
-    print_blob=bool(EXPLORE),
-    # CI reports a failing example as found (shrinking it can take minutes); exploring shrinks it, and leaves the
-    # explicit examples to test_found_inputs (a failing one would stop the search before it starts)
-    phases=[p for p in Phase if p is not Phase.explicit] if EXPLORE else [Phase.explicit, Phase.reuse, Phase.generate],
-)
+
+def _fuzz_settings(examples: int):
+    return settings(
+        max_examples=EXPLORE or examples,
+        deadline=None,
+        derandomize=not EXPLORE,
+        database=None if not EXPLORE else settings.default.database,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+        print_blob=bool(EXPLORE),
+        # CI reports a failing example as found (shrinking it can take minutes); exploring shrinks it, and leaves
+        # the explicit examples to test_found_inputs (a failing one would stop the search before it starts)
+        phases=[p for p in Phase if p is not Phase.explicit]
+        if EXPLORE
+        else [Phase.explicit, Phase.reuse, Phase.generate],
+    )
+
+
+_settings = _fuzz_settings(CI_EXAMPLES)
 
 
 def _with_examples(plans_: list[Plan]):
@@ -532,9 +540,21 @@ def _with_examples(plans_: list[Plan]):
 @given(p=plans())
 @_with_examples(FIXED + FOUND)
 def test_no_command_crashes_on_any_input(p: Plan) -> None:
+    _check_plan(p)
+
+
+def _check_plan(p: Plan) -> None:
     o = run(p, TIMEOUT)
     found = problems(o)
     assert not found, "; ".join(found) + "\n" + describe(p, o)
+
+
+@pytest.mark.slow
+@_fuzz_settings(SLOW_EXAMPLES)
+@given(p=plans())
+def test_no_command_crashes_on_many_more_inputs(p: Plan) -> None:
+    """The same search, longer and with other examples (derandomized by this test's name)."""
+    _check_plan(p)
 
 
 def _case_id(p: Plan) -> str:

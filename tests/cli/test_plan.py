@@ -25,6 +25,15 @@ def test_plan_vocabulary(capsys):
     assert main(["plan", "vocabulary", "--epsilon", "1", "--delta", "1e-6", "--persons", "40", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert "an item held by 40 persons" in got and "released with probability 0.9" in got
+    # the default max_items auto: no plan knows the chosen bound; the figures are the largest candidate's
+    assert got["max_items"].startswith("auto: chosen from the data") and "8192" in got["max_items"]
+    new = plan.vocabulary(1.0, 1e-6, persons=40, max_items="auto").extra["new item released at most"]
+    assert got["an item only one person holds"] == f"released with probability at most {new:.3g}"
+    assert main(["plan", "vocabulary", "--epsilon", "1", "--delta", "1e-6", "--max-items", "100", "--json"]) == 0
+    assert "max_items" not in json.loads(capsys.readouterr().out)
+    # the largest candidate's threshold is above a fixed 100's: the auto figures bound the chosen bound's
+    auto, fixed = plan.vocabulary(1.0, 1e-6), plan.vocabulary(1.0, 1e-6, max_items=100)
+    assert auto.extra["threshold"] > fixed.extra["threshold"]
 
 
 def test_plan_distinct_linear_frequency_heatmap(capsys):
@@ -42,7 +51,9 @@ def test_plan_distinct_linear_frequency_heatmap(capsys):
     assert got["median error"] == f"{plan.linear(25.0, persons=1083).median * 52.4:.4g} km"
     assert main(["plan", "frequency", "--alpha", "100", "--delta", "1e-6", "--persons", "500", "--items-per-person",
                  "20", "--clusters", "4", "--cluster-size", "3", "--r", "0.25", "--json"]) == 0  # fmt: skip
-    assert "Theorem 6.6 / Corollary 6.8 (expectation bound)" in json.loads(capsys.readouterr().out)
+    out = json.loads(capsys.readouterr().out)
+    assert "Theorem 6.6 / Corollary 6.8, Eq. (9) (expectation bound, GKRR)" in out
+    assert float(out["Theorem 6.5, Eq. (8) (expectation bound, this randomizer)"]) > 0
     assert main(["plan", "heatmap", "--epsilon", "1", "--grid", "16", "--persons", "300", "--points-per-person",
                  "5", "--json"]) == 0  # fmt: skip
     assert "Theorem 3.1 (order only)" in json.loads(capsys.readouterr().out)

@@ -50,6 +50,7 @@ def test_vocabulary_json_and_csv(records, tmp_path, capsys):
     [
         (["--delta", "0"], "delta"),
         (["--max-items", "0"], "max-items"),
+        (["--max-items", "many"], "auto or a whole number"),
         (["--noise", "uniform"], "noise"),
         (["--out", "v.txt"], ".csv"),
         (["--noise", "laplace", "--count-fraction", "1e-15"], "count"),
@@ -97,13 +98,58 @@ def test_vocabulary_with_the_policy_histogram(records, capsys):
 
 
 def test_vocabulary_with_dp_sips(records, tmp_path, capsys):
-    """``--algorithm sips``: DP-SIPS's rounds release the common items; the report names it; --help lists it."""
-    out = tmp_path / "v.csv"
+    """``--algorithm sips``: DP-SIPS's rounds release the common items; the report names it; --help lists it.
+    With the default ``--max-items auto`` the bound is chosen first (2% of epsilon, said in the output) and
+    the ledger charges the whole epsilon and delta; a given bound spends nothing on a choice."""
+    from userdp.vocabulary import MAX_ITEMS_GRID
+
+    out, ledger = tmp_path / "v.csv", tmp_path / "ledger.json"
+    assert main(["ledger", "init", str(ledger), "--budget", "add-remove:5:1e-3"]) == 0
+    capsys.readouterr()
     argv = _argv(records, "--json", "--out", str(out), "--algorithm", "sips", "--rounds", "2", "--ratio", "1")
-    assert main([*argv[:7], "4", *argv[8:]]) == 0
+    assert main([*argv[:7], "4", *argv[8:], "--ledger", str(ledger)]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["selection"] == "sips" and got["items_released"] == 2 and "rounds" in got["error"]
+    assert (
+        got["max_items"] in MAX_ITEMS_GRID and got["max_items chosen"] == "privately from the data (epsilon 0.08 of 4)"
+    )
+    (entry,) = json.loads(ledger.read_text())["entries"]
+    assert entry["cost"]["epsilon"] == 4.0 and entry["cost"]["delta"] == 1e-6
+    assert main([*argv[:7], "4", *argv[8:], "--max-items", "3", "--force"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["max_items"] == 3 and "max_items chosen" not in got and got["items_released"] == 2
     assert [r.split(",")[0] for r in out.read_text().splitlines()[1:]] == ["common", "half"]
     with pytest.raises(SystemExit):
         main(["vocabulary", "--help"])
     assert "--algorithm" in capsys.readouterr().out
+
+
+def test_the_default_max_items_is_chosen_privately_and_the_whole_epsilon_charged(records, tmp_path, capsys):
+    """Without ``--max-items`` the bound is chosen from the data (2% of epsilon, said in the output), a bound of
+    the public grid; the ledger charges the release's whole epsilon and delta. A given bound spends nothing
+    on a choice."""
+    from userdp.vocabulary import MAX_ITEMS_GRID
+
+    ledger = tmp_path / "ledger.json"
+    assert main(["ledger", "init", str(ledger), "--budget", "add-remove:5:1e-3"]) == 0
+    capsys.readouterr()
+    assert main(_argv(records, "--json", "--ledger", str(ledger), "--seed", "2")) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert (
+        got["max_items"] in MAX_ITEMS_GRID and got["max_items chosen"] == "privately from the data (epsilon 0.02 of 1)"
+    )
+    assert "chosen privately" in got["error"]
+    (entry,) = json.loads(ledger.read_text())["entries"]
+    assert entry["cost"]["epsilon"] == 1.0 and entry["cost"]["delta"] == 1e-6
+    assert main(_argv(records, "--json", "--max-items", "3", "--seed", "2")) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["max_items"] == 3 and "max_items chosen" not in got
+    assert main(_argv(records, "--json", "--max-items", "AUTO", "--seed", "2")) == 0
+    assert json.loads(capsys.readouterr().out)["max_items"] in MAX_ITEMS_GRID
+
+
+def test_the_help_explains_the_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["vocabulary", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "auto (default) chooses it privately from the data" in text and "2% of epsilon" in text

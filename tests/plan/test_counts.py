@@ -81,6 +81,10 @@ def test_plans_refuse_bad_parameters():
         plan.key_counts(1.0, l0=0, linf=1)
     with pytest.raises(ParameterError, match="noise"):
         plan.key_counts(1.0, l0=1, linf=1, noise="uniform")
+    for delta in (1.0, 1.5, -0.1, float("nan")):  # the one delta rule, whatever the noise (issue 34, item 10)
+        for noise in ("laplace", "gaussian"):
+            with pytest.raises(ParameterError, match=r"delta \(--delta\) must lie in \[0, 1\)"):
+                plan.key_counts(1.0, delta, l0=1, linf=1, noise=noise)
 
 
 @pytest.mark.parametrize("neighbours", ["add or remove one user", "replace one user's data"])

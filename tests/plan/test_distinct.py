@@ -206,3 +206,48 @@ def test_the_spread_is_a_public_parameter_and_is_checked():
         plan.synthetic_curve(400, 1500, 22.0, zipf=-1.0)
     flat = plan.synthetic_curve(400, 1500, 22.0, zipf=0.0)  # a catalogue: every element about equally popular
     assert flat[-1] == 1500
+
+
+def _shortfall_probability(curve, truth, bound, eps, beta=0.05):
+    """``P[truth - release > bound]`` under the release's exact law on ``curve`` (as the plan computes it)."""
+    from userdp.plan.distinct import _dlap_cdf, _release_law
+
+    p, base, g, q = _release_law(np.asarray(curve), eps, beta, 0.5)
+    return float(np.sum(p * _dlap_cdf(np.ceil((truth - bound - base) / g) - 1, q)))
+
+
+@pytest.mark.parametrize("eps", [0.25, 1.0, 4.0])
+def test_the_general_bound_eq7_holds_on_any_data(fashion, eps):
+    """Theorem 1.1 / Eq. (7) with userdp's constants needs no bound on the items per person: on Amazon
+    Fashion's true curve (persons holding up to 141 elements, more than l_max = 100) the release falls short
+    by more than it with probability at most 2 beta (exact law); it is below the plan's 90% quantile times
+    ten (a bound, not vacuous); on a curve saturating at l* it is at most Eq. (8)'s bound for l*."""
+    g, curve = fashion
+    truth = g.distinct_count()
+    bound = plan.general_bound(eps, curve)
+    assert _shortfall_probability(curve, truth, bound, eps) <= 2 * 0.05
+    assert bound < 10 * plan.distinct(eps, curve=curve).quantiles[0.9]
+    sat = _curves()[0]
+    assert plan.general_bound(eps, sat) <= plan.theorem_bound(eps, 5) * (1 + 1e-12)
+    assert plan.distinct(eps, curve=curve).extra["general bound"] == pytest.approx(bound)
+
+
+def test_the_greedy_bound_eq10_holds_for_the_greedy_count():
+    """Theorem 1.2 / Eq. (10) with userdp's constants: persons of Amazon Fashion cut to their first 5
+    elements, the greedy count (Algorithm 2) at every l; its release falls short of the exact DC(D) by more
+    than DC(D) / 2 + Eq. (8) with probability at most 2 beta (exact law). The plan reports it with max_items."""
+    from userdp.data import UserDataset
+    from userdp.distinct import dc_greedy
+
+    ds = datasets.amazon_fashion()
+    cut = UserDataset.from_lists([sorted(set(ds.user_items(u).tolist()))[:5] for u in range(ds.n_users)])
+    g = person_element_graph(cut)
+    truth = g.distinct_count()
+    for eps in (0.5, 2.0):
+        bound = plan.greedy_bound(eps, 5, truth)
+        assert bound == pytest.approx(truth / 2 + plan.theorem_bound(eps, 5))
+        assert _shortfall_probability(dc_greedy(g, 100), truth, bound, eps) <= 2 * 0.05
+        pred = plan.distinct(eps, curve=dc_matching(g, 100), max_items=5)
+        assert pred.extra["greedy bound"] == pytest.approx(bound)
+    with pytest.raises(ParameterError, match="Eq. \\(10\\)"):
+        plan.greedy_bound(1.0, 5, float("nan"))

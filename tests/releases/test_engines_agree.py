@@ -71,6 +71,10 @@ RELEASES = {
         False,
         lambda src, eng, rng=5: releases.vocabulary(src, 4.0, 1e-3, max_items=3, engine=eng, rng=rng),
     ),
+    "vocabulary, max_items auto": (
+        False,
+        lambda src, eng, rng=5: releases.vocabulary(src, 4.0, 1e-3, count_fraction=0.3, engine=eng, rng=rng),
+    ),
     "vocabulary, words, laplace": (
         False,
         lambda src, eng, rng=5: releases.vocabulary(
@@ -80,6 +84,10 @@ RELEASES = {
     "vocabulary, DP-SIPS": (
         False,
         lambda src, eng, rng=5: releases.vocabulary(src, 4.0, 1e-3, max_items=3, algorithm="sips", engine=eng, rng=rng),
+    ),
+    "vocabulary, DP-SIPS, max_items auto": (
+        False,
+        lambda src, eng, rng=5: releases.vocabulary(src, 4.0, 1e-3, algorithm="sips", engine=eng, rng=rng),
     ),
     "key counts, public keys, bounds by GEM": (
         False,
@@ -242,6 +250,19 @@ def _check_union(words: bool):
     return check
 
 
+def _check_union_auto(table, calls):
+    """The default ``max_items="auto"``: the persons' distinct-item counts summed where the data are equal
+    their definition, and the union bounds each person by the chosen bound."""
+    from userdp.vocabulary import MAX_ITEMS_GRID, max_items_grid_part
+
+    ((fn, width), (labels, sums)), = calls["key_record_sums"]
+    assert fn.func is max_items_grid_part and width == len(MAX_ITEMS_GRID) + 1
+    k = [len(set(x)) for x in brute.by_person(table["user"], table["item"]).values()]
+    want = [sum(1 <= x <= g for x in k) for g in MAX_ITEMS_GRID] + [sum(x >= 1 for x in k)]
+    assert labels.tolist() == [""] and sums.reshape(-1).tolist() == want
+    _check_union(words=False)(table, calls)
+
+
 def _kept_by(person: dict, counted: set, l0: int, linf: int) -> dict:
     """A person's bounded records by the definition: their ``l0`` counted keys of most records (ties by the
     keys' text), at most ``linf`` records on each."""
@@ -323,8 +344,10 @@ CHECKS = {
     "distinct": _check_edges(words=False),
     "distinct, words": _check_edges(words=True),
     "vocabulary": _check_union(words=False),
+    "vocabulary, max_items auto": _check_union_auto,
     "vocabulary, words, laplace": _check_union(words=True),
     "vocabulary, DP-SIPS": _check_edges(words=False),
+    "vocabulary, DP-SIPS, max_items auto": _check_edges(words=False),  # the bound chosen from the edges
     "key counts, public keys, bounds by GEM": _check_key_records,
     "key counts, selected keys, gaussian": _check_key_records,
     "histogram": _check_histogram,
@@ -342,6 +365,7 @@ SPARK_SMOKE = (  # one release per kind of aggregate (the rest of the Spark colu
     "linear, local",
     "distinct",
     "vocabulary",
+    "vocabulary, max_items auto",
     "vocabulary, DP-SIPS",  # the rounds run on the driver, from the edges every engine collects
     "key counts, public keys, bounds by GEM",
     "itemwise, central",  # keyed randomization and the count histogram (keyed sampling: test_spark_engine.py)

@@ -229,3 +229,120 @@ def test_each_round_bounds_each_person_to_max_items_of_what_is_left(monkeypatch)
         mine = h[1:]  # the person alone holds items 1..999
         assert np.count_nonzero(mine) <= 10 and set(mine[mine > 0].tolist()) <= {a}
         assert int((mine.astype(np.int64) ** 2).sum()) <= UNIT * UNIT
+
+
+def _spied(monkeypatch):
+    """The epsilon of every exponential mechanism the union module draws (the bound's choice), the calibration
+    of every round's selection, and the bound every round's bounding used."""
+    import userdp.vocabulary.sips as sips
+    import userdp.vocabulary.union as union
+
+    seen = {"em": [], "cal": [], "bound": []}
+    em, select, bound = union.exponential_mechanism, sips._select, sips.bound_contributions
+
+    def em_spy(scores, sensitivity, epsilon, rng=None):
+        seen["em"].append((sensitivity, epsilon))
+        return em(scores, sensitivity, epsilon, rng)
+
+    def select_spy(hist, cal, rng, held=None):
+        seen["cal"].append(cal)
+        return select(hist, cal, rng, held)
+
+    def bound_spy(offsets, items, max_items, rng=None):
+        seen["bound"].append(max_items)
+        return bound(offsets, items, max_items, rng)
+
+    monkeypatch.setattr(union, "exponential_mechanism", em_spy)
+    monkeypatch.setattr(sips, "_select", select_spy)
+    monkeypatch.setattr(sips, "bound_contributions", bound_spy)
+    return seen
+
+
+@pytest.mark.parametrize("path", ["release", "memory"])
+@pytest.mark.parametrize("fraction", [0.0, 0.5])
+def test_the_default_bound_is_chosen_first_and_every_round_uses_it(monkeypatch, path, fraction):
+    """``max_items="auto"`` (the default) with DP-SIPS: the bound is drawn once, by the exponential mechanism
+    at 2% of epsilon (sensitivity 1), before the rounds; every round bounds each person by it and is calibrated
+    (its width and threshold) for it at the rest of the budget (times ``1 - count_fraction``), as
+    :func:`calibrate_sips` calibrates a fixed bound; the parts compose to the stated guarantee, which the
+    ledger charges."""
+    import pyarrow as pa
+
+    from userdp import releases
+    from userdp.privacy.guarantees import ApproxDP, PureDP
+    from userdp.vocabulary import AUTO_FRACTION, MAX_ITEMS_GRID, sips_vocabulary
+
+    rng = np.random.default_rng(1)
+    persons = [rng.choice(300, size=30, replace=False).tolist() for _ in range(150)] + [[0, 1, 2]] * 50
+    offsets = np.r_[0, np.cumsum([len(p) for p in persons])].astype(np.int64)
+    items = np.array([i for p in persons for i in p], dtype=np.int64)
+    labels = np.array([f"w{i:03d}" for i in range(300)], dtype=object)
+    seen = _spied(monkeypatch)
+    eps, delta = 2.0, 1e-5
+    if path == "release":
+        user = np.repeat(np.arange(len(persons)), np.diff(offsets))
+        table = pa.table({"user": user, "item": labels[items].astype(str)})
+        rel = releases.vocabulary(table, eps, delta, algorithm="sips", count_fraction=fraction, rng=3)
+    else:
+        rel = sips_vocabulary(offsets, items, labels, eps, delta, count_fraction=fraction, rng=3)
+    assert seen["em"] == [(1.0, eps * AUTO_FRACTION)]
+    chosen = rel.params["max_items"]
+    assert chosen in MAX_ITEMS_GRID and rel.params["max_items_chosen"] and chosen >= 16  # most persons hold 30
+    assert seen["bound"] == [chosen] * 3 and [c.max_items for c in seen["cal"]] == [chosen] * 3
+    eps_set = eps * (1 - AUTO_FRACTION) * (1 - fraction)
+    assert (
+        rel.params["epsilon_set"] == pytest.approx(eps_set, rel=1e-12)
+        and rel.params["epsilon_bound"] == eps * AUTO_FRACTION
+    )
+    delta_set = delta / 2 if fraction else delta
+    want = calibrate_sips(rel.params["epsilon_set"], delta_set, chosen)
+    assert [(c.scale, c.threshold) for c in seen["cal"]] == [(c.scale, c.threshold) for c in want.rounds]
+    assert "chosen privately" in rel.mechanism and "DP-SIPS" in rel.mechanism
+    parts = rel.extras["composed_of"]
+    assert parts["max_items"] == PureDP(eps * AUTO_FRACTION) and parts["set"] == ApproxDP(
+        rel.params["epsilon_set"], delta_set
+    )
+    total = parts["max_items"]
+    for step in [s for s in parts if s != "max_items"]:
+        total = total.compose(parts[step])
+    assert total.fits_within(rel.guarantee) and rel.guarantee == ApproxDP(eps, delta)
+    assert total.epsilon == pytest.approx(eps, rel=1e-12) and total.epsilon <= eps
+
+
+def test_a_fixed_bound_spends_nothing_on_a_choice(monkeypatch):
+    from userdp.vocabulary import sips_vocabulary
+
+    seen = _spied(monkeypatch)
+    persons = [[0, 1, 2]] * 100
+    offsets = np.r_[0, np.cumsum([len(p) for p in persons])]
+    items = np.array([i for p in persons for i in p])
+    rel = sips_vocabulary(offsets, items, np.array(list("abc")), 1.0, 1e-5, max_items=2, rng=1)
+    assert seen["em"] == [] and seen["bound"] == [2] * 3 and not rel.params["max_items_chosen"]
+    assert rel.params["epsilon_bound"] == 0 and "max_items" not in rel.extras["composed_of"]
+    assert rel.params["epsilon_set"] == pytest.approx(0.5)
+
+
+def test_auto_with_sips_plans_every_candidate_and_refuses_before_the_data():
+    """``"auto"`` with DP-SIPS checks every calibration at the grid's largest candidate: whatever bound the data
+    choose, its rounds' plan exists with the same budget split; bad bounds and forged choices are refused
+    before the data are read."""
+    from userdp import releases
+    from userdp.vocabulary import AUTO_FRACTION, MAX_ITEMS_GRID, BoundChoice, plan_sips_vocabulary
+
+    eps, delta = 0.5, 1e-7
+    auto = plan_sips_vocabulary(eps, delta, "auto", rounds=2, ratio=2.0)
+    assert auto["max_items"] == max(MAX_ITEMS_GRID) and auto["auto"] and auto["epsilon_bound"] == eps * AUTO_FRACTION
+    last = []
+    for g in MAX_ITEMS_GRID:
+        p = plan_sips_vocabulary(eps, delta, BoundChoice(g, eps * AUTO_FRACTION), rounds=2, ratio=2.0)
+        assert p["epsilon_set"] == auto["epsilon_set"] and p["calibration"].max_items == g and not p["auto"]
+        last.append(p["calibration"].rounds[-1].threshold)
+    assert last == sorted(last) and last[-1] == auto["calibration"].rounds[-1].threshold
+
+    class Unreadable:
+        def __getattr__(self, name):
+            raise AssertionError("the data were read")
+
+    for bad in ("Auto", 0, 10_001, 2.5, True, None, BoundChoice(64, 0.0), BoundChoice(100, eps * AUTO_FRACTION)):
+        with pytest.raises(ParameterError, match="max_items"):
+            releases.vocabulary(Unreadable(), eps, delta, max_items=bad, algorithm="sips")

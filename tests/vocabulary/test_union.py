@@ -202,7 +202,8 @@ def test_private_vocabulary_counts_have_the_stated_noise(noise, max_items):
     assert rel.params["count_sd"] == pytest.approx(sd, rel=1e-3)  # and the release states it
     assert set(rel.params) == {
         "epsilon", "delta", "max_items", "noise", "policy", "cutoff", "count_fraction", "epsilon_set",
-        "delta_set", "epsilon_counts", "delta_counts", "threshold", "noise_sd", "count_sd",
+        "delta_set", "epsilon_counts", "delta_counts", "threshold", "noise_sd", "count_sd", "max_items_chosen",
+        "epsilon_bound",
     }  # fmt: skip
     assert rel.params["epsilon_set"] + rel.params["epsilon_counts"] == 2.0  # (the samplers' own split:
     assert rel.params["delta_set"] + rel.params["delta_counts"] == 1e-6  # tests/releases/test_vocabulary.py)
@@ -226,8 +227,9 @@ def test_userdp_audit_vocabulary_passes(capsys):
 
     assert main(["audit", "vocabulary"]) == 0
     out = capsys.readouterr().out
-    assert out.count("[PASS]") == 4 and "laplace" in out and "gaussian" in out and "policy" in out
+    assert out.count("[PASS]") == 5 and "laplace" in out and "gaussian" in out and "policy" in out
     assert "DP-SIPS" in out
+    assert "max_items chosen privately (auto)" in out
 
 
 def test_a_person_listing_an_item_many_times_holds_it_once():

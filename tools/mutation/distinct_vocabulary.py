@@ -8,6 +8,7 @@ _RD = "tests/releases/test_distinct.py::"
 _RV = "tests/releases/test_vocabulary.py::"
 _RC = "tests/releases/test_counts.py::"
 _RS = "tests/vocabulary/test_sips.py::"
+_RB = "tests/vocabulary/test_union_bound.py::"
 
 MUTANTS: list[Mutant] = [
     # --- per-key counts (the review's survivors first) ---------------------------------------------------------
@@ -92,10 +93,25 @@ MUTANTS: list[Mutant] = [
         "distinct-gem-half-sensitivity",
         "sensitivity",
         "distinct/release.py",
-        "idx = exponential_mechanism(plan.scores, 1.0, plan.epsilon_select, src)",
-        "idx = exponential_mechanism(plan.scores, 0.5, plan.epsilon_select, src)",
+        "idx = select(plan.scores, 1.0, plan.epsilon_select, src)",
+        "idx = select(plan.scores, 0.5, plan.epsilon_select, src)",
         (_RD + "test_the_release_draws_l_with_gem_s_law_exactly",),
         "the distinct count's choice of l is made with half GEM's sensitivity: 2 epsilon_select spent",
+        (2,),
+    ),
+    Mutant(
+        "distinct-permute-and-flip-monotone",
+        "noise-scale",
+        "distinct/release.py",
+        'select = exponential_mechanism if selection == "exponential" else permute_and_flip',
+        'select = exponential_mechanism if selection == "exponential" else (lambda *a: permute_and_flip(*a, '
+        "monotone=True))",
+        (
+            "tests/distinct/test_selection.py::test_permute_and_flip_draws_the_bound_by_its_law_and_a_doubled_epsilon"
+            "_is_rejected",
+        ),
+        "GEM's permute-and-flip draw uses the monotone rule exp(eps s / Delta) on scores that are not monotone: "
+        "2 epsilon_select spent",
         (2,),
     ),
     Mutant(
@@ -179,8 +195,8 @@ MUTANTS: list[Mutant] = [
         "vocabulary-release-twice-max-items",
         "contribution-bound",
         "releases/vocabulary.py",
-        "data, int(max_items), partial(keyed_keep, streams, cap=int(max_items)),",
-        "data, 2 * int(max_items), partial(keyed_keep, streams, cap=2 * int(max_items)),",
+        "data, cap, partial(keyed_keep, streams, cap=cap),",
+        "data, 2 * cap, partial(keyed_keep, streams, cap=2 * cap),",
         (_RV + "test_a_person_counts_toward_at_most_max_items_items",),
         "the vocabulary release lets each person count toward 2 max_items items: twice the sensitivity the "
         "threshold and noise were calibrated for",
@@ -299,8 +315,10 @@ MUTANTS: list[Mutant] = [
         "vocabulary/counts.py",
         "if last is not None and last[0] is labels and last[1] is counted and np.array_equal(last[4], counted):",
         "if last is not None and last[0] is labels:",
-        ("tests/vocabulary/test_counts.py::test_a_batch_restricted_to_the_counted_keys_in_text_order_for_any_key_list",
-         "tests/vocabulary/test_counts.py::test_the_batch_lookup_sees_a_key_list_changed_in_place_and_is_not_kept_after_a_release"),
+        (
+            "tests/vocabulary/test_counts.py::test_a_batch_restricted_to_the_counted_keys_in_text_order_for_any_key_list",
+            "tests/vocabulary/test_counts.py::test_the_batch_lookup_sees_a_key_list_changed_in_place_and_is_not_kept_after_a_release",
+        ),
         "a batch's persons are restricted with the lookup of the previous key list: their records are counted "
         "on the keys of another release (or the selection's keys counted as public ones)",
     ),
@@ -310,7 +328,9 @@ MUTANTS: list[Mutant] = [
         "vocabulary/counts.py",
         " and np.array_equal(last[4], counted):",
         ":",
-        ("tests/vocabulary/test_counts.py::test_the_batch_lookup_sees_a_key_list_changed_in_place_and_is_not_kept_after_a_release",),
+        (
+            "tests/vocabulary/test_counts.py::test_the_batch_lookup_sees_a_key_list_changed_in_place_and_is_not_kept_after_a_release",
+        ),
         "a key list changed in place is restricted with its old lookup: records counted on keys not asked for",
     ),
     # --- DP-SIPS (vocabulary/sips.py) -------------------------------------------------------------------------
@@ -320,8 +340,10 @@ MUTANTS: list[Mutant] = [
         "vocabulary/sips.py",
         "return [max(1, math.ceil(c / math.sqrt(f))) for f in fr]",
         "return [max(1, math.ceil(c * math.sqrt(f))) for f in fr]",
-        (_RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",
-         _RS + "test_the_sampler_path_has_the_stated_noise_in_every_round"),
+        (
+            _RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",
+            _RS + "test_the_sampler_path_has_the_stated_noise_in_every_round",
+        ),
         "each round's width shrinks with its share of the budget instead of growing: the rounds get less noise "
         "than their rho allows",
     ),
@@ -331,8 +353,10 @@ MUTANTS: list[Mutant] = [
         "vocabulary/sips.py",
         "return math.fsum(uu / (2.0 * w * w) for w in ws)",
         "return max(uu / (2.0 * w * w) for w in ws)",
-        (_RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",
-         _RS + "test_exact_audit_refutes_rounds_each_calibrated_for_the_whole_rho"),
+        (
+            _RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",
+            _RS + "test_exact_audit_refutes_rounds_each_calibrated_for_the_whole_rho",
+        ),
         "the rounds' zCDP parameters are not added up (the largest one stands for all): the composed release "
         "spends up to r times the rho its delta was calibrated for",
     ),
@@ -352,8 +376,10 @@ MUTANTS: list[Mutant] = [
         "vocabulary/sips.py",
         't = _threshold("gaussian", w, max_items, unit, f * delta_n * (1 - _MARGIN))',
         't = _threshold("gaussian", w, max_items, unit, delta_n * (1 - _MARGIN))',
-        (_RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",
-         _RS + "test_exact_audit_of_the_rounds_with_broken_schedules_caught"),
+        (
+            _RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",
+            _RS + "test_exact_audit_of_the_rounds_with_broken_schedules_caught",
+        ),
         "every round's threshold takes the whole new-item share of delta: a person's own item is released "
         "with probability up to r times the stated bound",
     ),
@@ -361,8 +387,8 @@ MUTANTS: list[Mutant] = [
         "sips-stated-new-item-bound-scaled-down",
         "threshold",
         "vocabulary/sips.py",
-        "d_new = _delta_new(t, \"gaussian\", w, max_items, unit)",
-        "d_new = _delta_new(t, \"gaussian\", w, max_items, unit) * f",
+        'd_new = _delta_new(t, "gaussian", w, max_items, unit)',
+        'd_new = _delta_new(t, "gaussian", w, max_items, unit) * f',
         (_RS + "test_the_rounds_compose_to_half_of_delta_in_zcdp_and_split_the_rest",),
         "the stated new-item bound of each round is scaled down by its share: the release states a smaller "
         "delta_N than it has",
@@ -434,5 +460,127 @@ MUTANTS: list[Mutant] = [
         (_RS + "test_refusals", "tests/cli/test_vocabulary.py::test_vocabulary_refusals_write_and_charge_nothing"),
         "DP-SIPS with --noise laplace runs Gaussian rounds but Laplace counts calibrated as if the whole "
         "release were Laplace: the parameters stated do not describe the release",
+    ),
+    Mutant(
+        "sips-auto-choice-at-the-whole-epsilon",
+        "budget-split",
+        "vocabulary/sips.py",
+        'choice = choose_max_items(persons_within(np.diff(off)), plan["epsilon_bound"], rng=src)',
+        "choice = choose_max_items(persons_within(np.diff(off)), float(epsilon), rng=src)",
+        (_RS + "test_the_default_bound_is_chosen_first_and_every_round_uses_it",),
+        "DP-SIPS under max_items='auto' draws the bound at the release's whole epsilon while only 2% of it is charged",
+        (1,),
+    ),
+    Mutant(
+        "sips-auto-drops-the-choice",
+        "budget-split",
+        "vocabulary/sips.py",
+        'plan = plan_sips_vocabulary(epsilon, delta, choice, noise, count_fraction, plan["rounds"], plan["ratio"])',
+        'plan = plan_sips_vocabulary(epsilon, delta, choice.value, noise, count_fraction, plan["rounds"], '
+        'plan["ratio"])',
+        (_RS + "test_the_default_bound_is_chosen_first_and_every_round_uses_it",),
+        "DP-SIPS re-plans with the chosen bound as a plain number: the rounds are calibrated for the whole "
+        "epsilon although the choice spent its share",
+        (1,),
+    ),
+    # --- max_items="auto": the bound chosen privately (issue 35) --------------------------------------------------
+    Mutant(
+        "vocabulary-auto-engine-choice-at-the-whole-epsilon",
+        "budget-split",
+        "vocabulary/union.py",
+        "return choose_max_items(within, auto_bound_epsilon(epsilon), rng=rng)",
+        "return choose_max_items(within, epsilon, rng=rng)",
+        (_RB + "test_the_default_chooses_the_bound_and_charges_its_share",),
+        "the engines' path draws the bound at the release's whole epsilon while only 2% of it is charged "
+        "(the eps_rest = eps - eps_bound line cannot be mutated alone: the split's guard then never ends)",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-auto-memory-choice-at-the-whole-epsilon",
+        "budget-split",
+        "vocabulary/union.py",
+        'choice = choose_max_items(persons_within(k), plan["epsilon_bound"], rng=src)',
+        "choice = choose_max_items(persons_within(k), float(epsilon), rng=src)",
+        (_RB + "test_the_default_chooses_the_bound_and_charges_its_share",),
+        "the in-memory (and policy) path draws the bound at the release's whole epsilon while only 2% of it is charged",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-auto-release-drops-the-choice",
+        "budget-split",
+        "releases/vocabulary.py",
+        "cap = max_items.value if isinstance(max_items, BoundChoice) else int(max_items)",
+        "max_items = cap = max_items.value if isinstance(max_items, BoundChoice) else int(max_items)",
+        (_RB + "test_the_default_chooses_the_bound_and_charges_its_share",),
+        "the release layer passes the chosen bound on as a plain number: the set is calibrated with the whole "
+        "epsilon although the choice spent its share",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-auto-memory-drops-the-choice",
+        "budget-split",
+        "vocabulary/union.py",
+        "plan = plan_vocabulary(epsilon, delta, choice, noise, policy, count_fraction, cutoff_margin)",
+        "plan = plan_vocabulary(epsilon, delta, choice.value, noise, policy, count_fraction, cutoff_margin)",
+        (_RB + "test_the_default_chooses_the_bound_and_charges_its_share",),
+        "the in-memory (and policy) release re-plans with the chosen bound as a plain number: the choice's "
+        "share of epsilon is spent twice",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-auto-choice-sensitivity-half",
+        "sensitivity",
+        "vocabulary/union.py",
+        "i = exponential_mechanism(s, 1.0, epsilon_select, rng)",
+        "i = exponential_mechanism(s, 0.5, epsilon_select, rng)",
+        (
+            _RB + "test_the_choice_is_the_exponential_mechanism_of_the_rank_scores",
+            _RB + "test_the_default_chooses_the_bound_and_charges_its_share",
+        ),
+        "the choice's exponential mechanism assumes rank scores of sensitivity 1/2: it spends twice its share",
+    ),
+    Mutant(
+        "vocabulary-auto-scores-sensitivity-two",
+        "sensitivity",
+        "vocabulary/union.py",
+        "return -np.abs(within[:-1] - quantile * within[-1])",
+        "return -2 * np.abs(within[:-1] - quantile * within[-1])",
+        (
+            _RB + "test_exact_audit_of_the_choice_and_broken_variants_caught",
+            _RB + "test_the_choice_is_the_exponential_mechanism_of_the_rank_scores",
+        ),
+        "the rank scores are doubled (sensitivity 2) while the mechanism draws for sensitivity 1: twice the "
+        "choice's epsilon spent",
+    ),
+    Mutant(
+        "vocabulary-auto-calibrated-for-the-smallest-candidate",
+        "contribution-bound",
+        "vocabulary/union.py",
+        "return max_items.value, max_items.epsilon, max_items",
+        "return min(MAX_ITEMS_GRID), max_items.epsilon, max_items",
+        (_RB + "test_the_default_chooses_the_bound_and_charges_its_share", _RB + "test_auto_plans_every_candidate"),
+        "the set's threshold and counts are calibrated for one item per person while each person keeps up to "
+        "the chosen bound: a person's new items are released far more often than delta allows",
+        (1,),
+    ),
+    Mutant(
+        "vocabulary-auto-grid-counts-persons-below-the-bound",
+        "contribution-bound",
+        "vocabulary/union.py",
+        'within = np.searchsorted(np.sort(k), np.asarray(grid, dtype=np.int64), side="right")',
+        'within = np.searchsorted(np.sort(k), np.asarray(grid, dtype=np.int64), side="left")',
+        (_RB + "test_persons_within_counts_the_persons_each_bound_keeps_whole",),
+        "the grid counts the persons holding fewer items than each candidate, not at most as many: the bound "
+        "lands one grid step above the quantile asked for",
+    ),
+    Mutant(
+        "vocabulary-auto-plan-checks-the-smallest-candidate",
+        "refusal",
+        "vocabulary/union.py",
+        "return max(MAX_ITEMS_GRID), auto_bound_epsilon(eps), None",
+        "return min(MAX_ITEMS_GRID), auto_bound_epsilon(eps), None",
+        (_RB + "test_auto_plans_every_candidate",),
+        "'auto' checks the calibrations for one item per person only: a bound the data choose later could be "
+        "refused after the data were read",
     ),
 ]

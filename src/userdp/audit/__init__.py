@@ -43,6 +43,7 @@ from .exact import (
     audit_lattice_l1,
     audit_lattice_l2,
     audit_lattice_laplace,
+    audit_max_items_choice,
     audit_randomizer,
     audit_sampled,
     audit_set_union,
@@ -67,6 +68,7 @@ from .exact import _max_log_ratio as _max_log_ratio
 from .exact import _tail_law as _tail_law
 from .mechanisms import (
     audit_distinct_release,
+    audit_distinct_releases,
     audit_every_heatmap,
     audit_exponential_randomizer,
     audit_gaussian_mechanism,
@@ -110,6 +112,7 @@ __all__ = [
     "audit_set_union",
     "audit_sips",
     "sips_law",
+    "audit_max_items_choice",
     "l2_lattice_table",
     "l2_lattice_moment",
     "randomized_rounding_law",
@@ -122,6 +125,7 @@ __all__ = [
     "audit_exponential_randomizer",
     "audit_itemwise_release",
     "audit_distinct_release",
+    "audit_distinct_releases",
     "audit_set_union_releases",
     "audit_lattice_mechanisms",
     "audit_laplace_mechanism",

@@ -38,6 +38,7 @@ __all__ = [
     "audit_set_union",
     "sips_law",
     "audit_sips",
+    "audit_max_items_choice",
     "l2_lattice_table",
     "l2_lattice_moment",
     "randomized_rounding_law",
@@ -325,6 +326,18 @@ def _exp_mech_log_probs(scores: np.ndarray, epsilon: float, sensitivity: float =
     return z - math.log(np.exp(z).sum())
 
 
+def _selection_log_probs(scores: np.ndarray, epsilon: float, selection: str) -> np.ndarray:
+    """Log-probabilities of GEM's draw over its sensitivity-1 scores: the exponential mechanism's, or
+    permute-and-flip's (:func:`userdp.noise.permute_and_flip_probabilities`)."""
+    if selection == "exponential":
+        return _exp_mech_log_probs(scores, epsilon)
+    if selection == "permute-and-flip":
+        from ..noise import permute_and_flip_probabilities
+
+        return np.log(permute_and_flip_probabilities(scores, 1.0, epsilon))
+    raise ValueError(f"unknown selection {selection!r}")
+
+
 def _dlap_tail(t: int, x: int) -> float:
     """``P[DLap(t) > x]`` for an integer ``x``."""
     den = 1.0 + math.exp(-1.0 / t)  # exp of the exponent directly: r**x loses ~t * 1e-16 relative accuracy
@@ -340,6 +353,7 @@ def audit_distinct_count(
     l_max: int = 3,
     method: str = "matching",
     name: str = "distinct count (Algorithm 1)",
+    selection: str = "exponential",
 ) -> AuditResult:
     """Exact audit of :func:`userdp.distinct.distinct_count` over add/remove-one-person neighbours.
 
@@ -348,7 +362,8 @@ def audit_distinct_count(
     release's law is computed exactly from the
     implementation's own plan (:func:`userdp.distinct.release.release_plan`): ``l_hat`` with the exact
     exponential-mechanism probabilities over the GEM scores, then ``(k_l + Z - shift_l) g_l`` with
-    ``Z ~ DLap(t_l)``. The privacy loss of output ``(l, v)`` is
+    ``Z ~ DLap(t_l)`` (with ``selection="permute-and-flip"``, ``l_hat``'s law is permute-and-flip's,
+    :func:`userdp.noise.permute_and_flip_probabilities`). The privacy loss of output ``(l, v)`` is
     ``ln P_D(l)/P_D'(l) + (|v - k'_l| - |v - k_l|)/t_l``, whose supremum over ``v`` is
     ``ln P_D(l)/P_D'(l) + |k_l - k'_l| / t_l``; the measured epsilon is the maximum over ``l``, both
     directions and all pairs. Also reported: the exact coverage ``min_D P[release <= DC(D)]`` over the
@@ -373,7 +388,7 @@ def audit_distinct_count(
         key = tuple(tuple(sorted(s)) for s in D)
         if key not in cache:
             p, dc = plan(D)
-            logp = _exp_mech_log_probs(p.scores, p.epsilon_select)
+            logp = _selection_log_probs(p.scores, p.epsilon_select, selection)
             miss = sum(
                 math.exp(lp)
                 * _dlap_tail(cal.t, int(p.shift_units[i]) + math.floor(dc / cal.granularity) - int(p.lattice[i]))
@@ -402,7 +417,7 @@ def audit_distinct_count(
         f"epsilon = {worst:.6g}; coverage = {coverage:.6g}",
         ok,
         f"exact over {len(datasets)} datasets and their remove-one-person neighbours (a one-person dataset's "
-        f"is the empty dataset; {method}); "
+        f"is the empty dataset; {method}, {selection}); "
         f"worst: dataset {worst_pair[0] if worst_pair else None} minus person {worst_pair[1] if worst_pair else None}"
         f" at l = {worst_pair[2] if worst_pair else None}",
     )
@@ -585,6 +600,49 @@ def audit_sips(
         ok,
         f"exact over {len(datasets)} datasets and their remove-one-person neighbours ({cal.unit} lattice steps "
         f"per person, thresholds {[c.threshold for c in cal.rounds]}, widths {[c.scale for c in cal.rounds]}); "
+        f"worst: dataset {where[0] if where else None} minus person {where[1] if where else None}",
+    )
+
+
+def audit_max_items_choice(
+    datasets: list[list[int]],
+    epsilon: float,
+    *,
+    claimed_epsilon: float | None = None,
+    scores=None,
+    name: str = "max_items chosen privately",
+) -> AuditResult:
+    """Exact audit of the vocabulary's private choice of ``max_items`` (:func:`userdp.vocabulary.choose_max_items`)
+    over add/remove-one-person neighbours.
+
+    ``datasets`` are datasets given by their persons' numbers of distinct items ``k_i`` (all the choice reads).
+    For every dataset and every neighbour without one of its persons (a one-person dataset against the empty
+    one, too), the law of the chosen bound is computed exactly from the implementation's counts
+    (:func:`~userdp.vocabulary.persons_within`) and scores (:func:`~userdp.vocabulary.max_items_scores`, or
+    ``scores(within)`` for a broken variant) as the exponential mechanism at ``epsilon`` with sensitivity 1
+    draws it; the measured epsilon is the largest ``|ln P_D(g) / P_D'(g)|``. It passes when that is at most
+    ``claimed_epsilon`` (the plan's share, ``epsilon`` unless given)."""
+    from ..vocabulary import max_items_scores, persons_within
+
+    score = scores or max_items_scores
+    claimed = float(epsilon if claimed_epsilon is None else claimed_epsilon)
+
+    def law(ks: list[int]) -> np.ndarray:
+        return _exp_mech_log_probs(score(persons_within(np.asarray(ks, dtype=np.int64))), float(epsilon))
+
+    worst, where = 0.0, None
+    for D in datasets:
+        here = law(D)
+        for u in range(len(D)):
+            loss = float(np.max(np.abs(here - law(D[:u] + D[u + 1 :]))))
+            if loss > worst:
+                worst, where = loss, (D, u)
+    return AuditResult(
+        name,
+        f"{claimed:g}-DP (add/remove one person)",
+        f"epsilon = {worst:.6g}",
+        worst <= claimed * (1 + 1e-9) + _FLOAT_SLACK,
+        f"exact over {len(datasets)} datasets of persons' item counts and their remove-one-person neighbours; "
         f"worst: dataset {where[0] if where else None} minus person {where[1] if where else None}",
     )
 

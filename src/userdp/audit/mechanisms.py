@@ -22,6 +22,7 @@ from .exact import (
     audit_lattice_l1,
     audit_lattice_l2,
     audit_lattice_laplace,
+    audit_max_items_choice,
     audit_randomizer,
     audit_set_union,
     audit_sips,
@@ -35,6 +36,7 @@ __all__ = [
     "audit_exponential_randomizer",
     "audit_itemwise_release",
     "audit_distinct_release",
+    "audit_distinct_releases",
     "audit_set_union_releases",
     "audit_laplace_mechanism",
     "audit_gaussian_mechanism",
@@ -122,17 +124,32 @@ def audit_distinct_release() -> AuditResult:
     return audit_distinct_count(tiny, 1.0, beta=0.1, l_max=3, name="distinct count (Algorithm 1), epsilon 1")
 
 
+def audit_distinct_releases() -> list[AuditResult]:
+    """:func:`audit_distinct_release` with each of GEM's selections (``userdp distinct --selection``): the
+    exponential mechanism and permute-and-flip, on the same tiny datasets."""
+    from itertools import combinations, combinations_with_replacement
+
+    types = [set(c) for r in (0, 1, 2, 3) for c in combinations(range(3), r)]
+    tiny = [list(c) for k in (1, 2, 3) for c in combinations_with_replacement(types, k)]
+    return [audit_distinct_release()] + [
+        audit_distinct_count(tiny, 1.0, beta=0.1, l_max=3, selection="permute-and-flip",
+                             name="distinct count (Algorithm 1, permute-and-flip), epsilon 1")  # fmt: skip
+    ]
+
+
 def audit_set_union_releases() -> list[AuditResult]:
     """Exact audits of the set unions of :mod:`userdp.vocabulary` on tiny datasets (at most 2 items kept per
     person): the weighted union with Laplace and with Gaussian noise at epsilon 1 and delta 0.01, and the
     policy Laplace union at epsilon 4 and delta 0.01 with its cutoff at the threshold (every order of the
-    persons and priority of the items; persons fill items up to the threshold), and DP-SIPS in 2 rounds at
-    epsilon 1 and delta 0.01 (:func:`~userdp.audit.audit_sips`).
+    persons and priority of the items; persons fill items up to the threshold), DP-SIPS in 2 rounds at
+    epsilon 1 and delta 0.01 (:func:`~userdp.audit.audit_sips`), and the private choice of ``max_items``
+    (``max_items="auto"``) at epsilon 0.5 (:func:`~userdp.audit.audit_max_items_choice`).
 
     Returns
     -------
     list of AuditResult
-        :func:`~userdp.audit.audit_set_union` of each union, then :func:`~userdp.audit.audit_sips`.
+        :func:`~userdp.audit.audit_set_union` of each union, then :func:`~userdp.audit.audit_sips`, then
+        :func:`~userdp.audit.audit_max_items_choice`.
     """
     tiny = [[[0]], [[0, 1]], [[0, 1], [1, 2]], [[0], [0, 1], [0, 2, 3]], [[0, 1], [0, 1], [2]]]
     tiny.append([[0]] * 6 + [[0, 1]])  # a shared item near the threshold
@@ -148,6 +165,8 @@ def audit_set_union_releases() -> list[AuditResult]:
     results.append(  # DP-SIPS: every round's kept subsets, the released items removed before the next round
         audit_sips(tiny, 1.0, 1e-2, 2, rounds=2, ratio=4.0, name="DP-SIPS, 2 rounds, epsilon 1, delta 0.01")
     )
+    counts = [[1] * 17 + [4] * 2 + [9000], [1] * 8 + [2] * 9 + [16] * 2 + [300], [1] * 26 + [8] * 3 + [5000], [1]]
+    results.append(audit_max_items_choice(counts, 0.5, name="max_items chosen privately (auto), epsilon 0.5"))
     return results
 
 

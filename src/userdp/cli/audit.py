@@ -24,7 +24,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         "gkrr": audit.audit_gkrr_randomizer,
         "exponential": audit.audit_exponential_randomizer,
         "itemwise": audit.audit_itemwise_release,
-        "distinct": audit.audit_distinct_release,
+        "distinct": audit.audit_distinct_releases,
         "vocabulary": audit.audit_set_union_releases,
         "lattice": audit.audit_lattice_mechanisms,
         "laplace": lambda: audit.audit_laplace_mechanism(n, seed),

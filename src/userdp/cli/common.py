@@ -14,6 +14,7 @@ from typing import Any
 from ..engines import ENGINES
 from ..errors import ParameterError
 from . import ledger
+from .messages import WARNED, warn
 
 SEED_WARNING = "seeded noise: for demonstrations only, no privacy"
 
@@ -36,6 +37,17 @@ def number(kind: type, low: float, high: float, low_open: bool = False) -> Calla
 
     parse.__name__ = kind.__name__  # argparse names the type in its messages
     return parse
+
+
+def MAX_ITEMS(text: str) -> int | str:
+    """The argparse ``type`` of the vocabulary's ``--max-items``: ``auto`` (chosen privately from the data) or a
+    whole number in ``[1, 10000]``."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return number(int, 1, 10_000)(text)
+    except ValueError:
+        raise OutOfRange(f"must be auto or a whole number in [1, 10000], got {text}") from None
 
 
 EPSILON = number(float, 1e-6, 1e4)  # epsilon, alpha and alpha_0 of a release
@@ -61,13 +73,6 @@ def DELTA(text: str) -> float:
 
 
 DELTA.__name__ = "float"  # argparse names the type in its messages
-
-
-def warn(text: str) -> None:
-    """A warning on standard error, as ``userdp: warning: TEXT`` (it changes nothing that is released)."""
-    import sys
-
-    print(f"userdp: warning: {text}", file=sys.stderr)
 
 
 SEED = number(int, 0, 2**63 - 1)
@@ -235,6 +240,9 @@ def parse_bbox(text: str):
 
 
 def print_json(out: dict) -> None:
+    """``out`` as one line of JSON, with the command's warnings (:func:`warn`) under ``"warnings"``."""
+    if WARNED:
+        out = {**out, "warnings": list(WARNED)}
     print(json.dumps(out, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
 
 

@@ -31,6 +31,7 @@ def cmd_distinct(args: argparse.Namespace) -> int:
         l_max=args.max_bound,
         method=args.method,
         n_buckets=args.buckets,
+        selection=args.selection,
         engine=engine_of(args),
         rng=args.seed,
     )
@@ -42,6 +43,7 @@ def cmd_distinct(args: argparse.Namespace) -> int:
         "beta": args.beta,
         "method": rel.params["method"],
         **({"buckets": args.buckets} if rel.params["method"] == "bucketed" else {}),
+        "selection": rel.params["selection"],
         "engine": args.engine,
         "guarantee": rel.guarantee.describe(),
         "confidence": rel.error.description,
@@ -81,6 +83,13 @@ def add_parser(sub) -> None:
     )
     di.add_argument(
         "--buckets", type=number(int, 1, 2**20), default=16, help="the number of buckets of --method bucketed"
+    )
+    di.add_argument(
+        "--selection",
+        choices=["exponential", "permute-and-flip"],
+        default="exponential",
+        help="how the contribution bound is drawn from GEM's scores: the exponential mechanism (the paper's) or "
+        "permute-and-flip (same epsilon, never worse in expected score; its running time depends on the scores)",
     )
     add_release_options(di)
     di.set_defaults(func=cmd_distinct)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ from .common import (
     parse_bbox,
     print_json,
     source_of,
+    warn,
     warn_seed,
 )
 
@@ -176,7 +176,7 @@ def _emit(args: argparse.Namespace, result: dict, box_check: str | None, text: s
     """The box check's warning on stderr (loudly, whatever the output format), then the result as JSON or
     ``text``, with the seed warning."""
     if box_check:
-        print(f"userdp: warning: {box_check}", file=sys.stderr)
+        warn(box_check)
     if args.json:
         warn_seed(args, result)
         print_json(result)

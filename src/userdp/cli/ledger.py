@@ -23,6 +23,8 @@ from typing import Any
 
 from ..errors import ParameterError
 from ..privacy import ApproxDP, Guarantee, Neighbours, PureDP, Session, guarantee_kind, guarantee_to_dict, ledger_lock
+from ..privacy.params import delta_warning
+from .messages import warn
 
 _NB = {
     "add-remove": Neighbours.ADD_REMOVE_USER,
@@ -113,7 +115,11 @@ def _budget(text: str) -> ApproxDP:
     except ValueError:
         raise ParameterError(f"--budget needs numbers, got {text!r}") from None
     nb = _NB[parts[0]]
-    return ApproxDP(eps, delta, nb) if delta else PureDP(eps, neighbours=nb)
+    budget = ApproxDP(eps, delta, nb) if delta else PureDP(eps, neighbours=nb)  # checks delta in [0, 1)
+    note = delta_warning(delta)
+    if note is not None:  # a budget's delta above 1/1,000 is as meaningless as a release's
+        warn(f"the budget's {note}")
+    return budget
 
 
 def cmd_ledger_init(args: argparse.Namespace) -> int:

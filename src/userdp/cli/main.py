@@ -11,6 +11,7 @@ from ..engines import engine_progress
 from ..errors import ParameterError, UserDPError
 from . import account, audit, completion, counts, dem, demo, distinct, heatmap, ledger, plan, vocabulary
 from .common import OutOfRange, working
+from .messages import WARNED
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -71,6 +72,7 @@ def _check_values(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    WARNED.clear()  # one command's warnings (main may run several times in one process)
     try:
         _check_argv(argv)
         args = build_parser().parse_args(argv)

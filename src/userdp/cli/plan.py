@@ -7,7 +7,7 @@ import argparse
 
 from .. import plan
 from ..errors import ParameterError
-from .common import DELTA, EPSILON, PROBABILITY, number, report
+from .common import DELTA, EPSILON, MAX_ITEMS, PROBABILITY, number, report
 from .counts import bounds_pair
 
 
@@ -92,6 +92,7 @@ def _vocabulary(args, conf, delta) -> dict:
         "an item only one person holds": f"released with probability at most {new:.3g}",
         **held,
         **({f"count error at confidence {conf:g}": p.quantiles[conf]} if p.quantiles else {}),
+        **({"max_items": p.extra["max_items"]} if args.max_items == "auto" else {}),
         "basis": p.basis,
     })  # fmt: skip
     return out
@@ -101,7 +102,7 @@ def _distinct(args, conf, delta) -> dict:
     _need(args, "persons", "distinct", "items_per_person")
     kw = {"beta": args.beta, "l_max": args.l_max, "persons": args.persons, "distinct": args.distinct,
           "items_per_person": args.items_per_person, "zipf": args.zipf, "spread": args.spread,
-          "max_items": args.max_items_bound}  # fmt: skip
+          "max_items": args.max_items_bound, "selection": args.selection}  # fmt: skip
     eps, p, out = _predict(args, "epsilon", plan.distinct, plan.distinct_epsilon, kw, conf)
     rel = p.extra["relative"]
     out.update({"at epsilon": eps, **_errors(p, conf, f"epsilon {eps:.3g}")})
@@ -111,6 +112,14 @@ def _distinct(args, conf, delta) -> dict:
             f"{p.extra['theorem bound']:.4g} with probability {p.extra['theorem confidence']:g} (any data with at "
             f"most {args.max_items_bound} elements per person)"
         )
+        out["Theorem 1.2 / Eq. (10) bound, --method greedy"] = (
+            f"{p.extra['greedy bound']:.4g} with probability {p.extra['theorem confidence']:g} (DC(D) / 2 plus "
+            "the Eq. (8) bound: the greedy count's worst case)"
+        )
+    out["Theorem 1.1 / Eq. (7) bound"] = (
+        f"{p.extra['general bound']:.4g} with probability {p.extra['general confidence']:g} (on the simulated count "
+        "curves: the largest)"
+    )
     return out
 
 
@@ -138,8 +147,10 @@ def _frequency(args, conf, delta) -> dict:
     kw["items_per_person"] = int(kw["items_per_person"])
     alpha, p, out = _predict(args, "alpha", plan.frequency, plan.frequency_alpha, kw, conf)
     out.update({"at alpha": alpha, **_errors(p, conf, f"alpha {alpha:.3g}")})
+    if p.extra["theorem eq8"] is not None:
+        out["Theorem 6.5, Eq. (8) (expectation bound, this randomizer)"] = f"{p.extra['theorem eq8']:.4g}"
     if p.extra["theorem"] is not None:
-        out["Theorem 6.6 / Corollary 6.8 (expectation bound)"] = f"{p.extra['theorem']:.4g}"
+        out["Theorem 6.6 / Corollary 6.8, Eq. (9) (expectation bound, GKRR)"] = f"{p.extra['theorem']:.4g}"
     return out
 
 
@@ -202,7 +213,9 @@ def add_parser(sub) -> None:
     pl.add_argument("--noise", choices=["laplace", "gaussian"], default=None, help="counts, vocabulary: the noise")
     pl.add_argument("--bounds", type=bounds_pair, default=(8, 4), help="counts: L0,LINF")
     pl.add_argument("--keys", type=number(int, 1, 10**9), default=1, help="counts: the number of keys released")
-    pl.add_argument("--max-items", type=number(int, 1, 10_000), default=100, help="vocabulary: items per person")
+    pl.add_argument("--max-items", type=MAX_ITEMS, default="auto",
+                    help="vocabulary: items per person (auto, the default: chosen from the data; the plan then "
+                         "gives the figures of the largest candidate, 8192, which bound the chosen one's)")  # fmt: skip
     pl.add_argument("--count-fraction", type=number(float, 0.0, 0.99), default=0.5, help="vocabulary")
     pl.add_argument("--persons", type=number(int, 1, 10**9), default=None,
                     help="the number of persons (a public estimate); vocabulary: persons holding an item")  # fmt: skip
@@ -221,6 +234,8 @@ def add_parser(sub) -> None:
                     "distinct elements each holds: about ln(p90 / median) / 1.28 (one person in ten holding 3x the "
                     "typical person's: 0.86; reviews and check-ins about 0.5, authors and reviewers 1 to 1.3). "
                     "Default: unknown, a wider bound mixed over 0.5-1.4")  # fmt: skip
+    pl.add_argument("--selection", choices=["exponential", "permute-and-flip"], default="exponential",
+                    help="distinct: GEM's draw of the bound, as in `userdp distinct --selection`")  # fmt: skip
     pl.add_argument("--lipschitz", type=number(float, 1e-12, 1e12), default=1.0, help="linear: the Lipschitz bound")
     pl.add_argument("--dim", type=number(int, 1, 10_000), default=1, help="linear: the query's dimension")
     pl.add_argument("--model", choices=["local", "central"], default="local", help="linear, frequency")

@@ -11,6 +11,7 @@ from ..errors import ParameterError
 from .common import (
     DELTA,
     EPSILON,
+    MAX_ITEMS,
     add_input,
     add_release_options,
     charge_and_write_csv,
@@ -64,7 +65,15 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
         "items_released": int(len(items)),
         "epsilon": args.epsilon,
         "delta": args.delta,
-        "max_items": args.max_items,
+        "max_items": rel.params["max_items"],
+        **(
+            {
+                "max_items chosen": f"privately from the data (epsilon {rel.params['epsilon_bound']:.4g} of "
+                f"{args.epsilon:g})"
+            }
+            if rel.params["max_items_chosen"]
+            else {}
+        ),
         "noise": args.noise,
         "selection": how,
         "engine": args.engine,
@@ -110,7 +119,12 @@ def add_parser(sub) -> None:
         help="probability bound for an item only one person holds (e.g. 1e-6; less than 1; above 1e-3 it warns)",
     )
     vo.add_argument(
-        "--max-items", type=number(int, 1, 10_000), default=100, help="the most items one person contributes"
+        "--max-items",
+        type=MAX_ITEMS,
+        default="auto",
+        help="the most items one person contributes: auto (default) chooses it privately from the data, a 90%% "
+        "quantile of the persons' numbers of distinct items on the grid 1, 2, 4, ..., 8192, spending 2%% of "
+        "epsilon and no delta (the rest goes to the set and the counts); or a whole number in [1, 10000]",
     )
     vo.add_argument("--noise", choices=["gaussian", "laplace"], default="gaussian", help="the noise of both steps")
     vo.add_argument(
@@ -124,7 +138,8 @@ def add_parser(sub) -> None:
         choices=["weighted", "policy", "sips"],
         default=None,
         help="the selection: weighted (default) set union; policy (as --policy); sips: DP-SIPS, rounds of the "
-        "weighted Gaussian union, each on the items not released yet (Gaussian noise only)",
+        "weighted Gaussian union, each on the items not released yet, every round with the --max-items bound "
+        "(chosen once, before the rounds, under auto; Gaussian noise only)",
     )
     vo.add_argument("--rounds", type=number(int, 1, 10), default=None, help="DP-SIPS: the number of rounds (default 3)")
     vo.add_argument(

@@ -43,6 +43,7 @@ __all__ = [
     "rr_composition_delta",
     "demd_error",
     "gkrr_interval_halfwidth",
+    "theorem_6_5_bound",
 ]
 
 
@@ -109,6 +110,38 @@ def unbiased_estimate(randomizer: Any, v: np.ndarray) -> tuple[np.ndarray, dict]
         return randomizer.unbiased_estimate(v), {"randomizer": "GKRR", "inverse": "exact (closed form)"}
     H, info = right_inverse_estimate(randomizer.transition_matrix(), v)
     return H, {"randomizer": type(randomizer).__name__, **info}
+
+
+def theorem_6_5_bound(transition: np.ndarray, space: ClusteredMetric, items: int, rcond: float = 1e-10) -> float | None:
+    """Theorem 6.5, Eq. (8) (Imola et al.): the expected ``d_EM`` error of Algorithm 4's estimator ``H = v B``
+    for ANY item randomizer with row-stochastic transition matrix ``A`` (``A[x, y] = P[A(x) = y]``) on the
+    clustered metric ``B x C`` (``s`` clusters of ``t`` items, distance ``r`` inside a cluster), over ``items``
+    randomized items in all (``m n``; the central model's one global user holds them all, Corollary 6.8)::
+
+        r sqrt(s t (||B^T||_{1->2}^2 - 1) / (m n)) + sqrt(s (||P^T B^T||_{1->2}^2 - 1) / (m n))
+
+    with ``B = A^{-1}`` (the right inverse the release uses when ``A`` is well conditioned) and ``P`` the
+    ``k x s`` matrix summing each cluster's items. ``||B^T||_{1->2}`` is the largest l2 norm of a row of
+    ``B`` (the estimate one report contributes), ``||P^T B^T||_{1->2}`` the same for the rows' cluster sums.
+    For GKRR the closed form Eq. (9) (Theorem 6.6) bounds these norms; this computes them, so it is at most
+    Eq. (9). It bounds the unprojected estimate; the release's projection onto the simplex is
+    post-processing that the theorem does not cover. None when ``cond(A) > 1 / rcond`` (the release then
+    uses a truncated inverse, which is biased, and the theorem does not apply).
+    """
+    A = np.asarray(transition, dtype=np.float64)
+    s, t, r = space.n_clusters, space.cluster_size, float(space.r)
+    k = s * t
+    if A.shape != (k, k) or int(items) < 1:
+        raise ParameterError(f"Eq. (8) needs the {k} x {k} transition matrix of the clustered metric and items >= 1")
+    sv = np.linalg.svd(A, compute_uv=False)
+    if not sv[-1] > 0 or sv[0] / sv[-1] > 1.0 / rcond:
+        return None
+    B = np.linalg.inv(A)
+    b2 = float(np.max(np.sum(B * B, axis=1)))  # ||B^T||_{1->2}^2
+    BP = B.reshape(k, s, t).sum(axis=2)  # B P: each row's mass per cluster (codes b t + c)
+    bp2 = float(np.max(np.sum(BP * BP, axis=1)))  # ||P^T B^T||_{1->2}^2
+    mn = float(items)
+    return r * math.sqrt(s * t * max(b2 - 1.0, 0.0) / mn) + math.sqrt(s * max(bp2 - 1.0, 0.0) / mn)
 
 
 def check_randomizer(space: Any, randomizer: str = "auto") -> bool:

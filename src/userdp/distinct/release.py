@@ -29,7 +29,15 @@ import numpy as np
 
 from ..data import UserDataset
 from ..errors import ParameterError
-from ..noise import LaplaceCalibration, RngLike, calibrate_laplace, discrete_laplace, exponential_mechanism, resolve_rng
+from ..noise import (
+    LaplaceCalibration,
+    RngLike,
+    calibrate_laplace,
+    discrete_laplace,
+    exponential_mechanism,
+    permute_and_flip,
+    resolve_rng,
+)
 from ..privacy.guarantees import Neighbours, PureDP
 from ..privacy.result import ErrorStatement, Release
 from .counting import PersonElementGraph, dc_bucketed, dc_greedy, dc_matching, dc_sampling, person_element_graph
@@ -168,6 +176,11 @@ class ReleasePlan:
 
 _METHODS: dict[str, Callable] = {"matching": dc_matching, "greedy": dc_greedy}
 METHODS = ("matching", "greedy", "sampling", "bucketed")
+#: GEM's selection over the normalized scores (sensitivity 1): the exponential mechanism (the paper's) or
+#: permute-and-flip (McKenna & Sheldon 2020), epsilon-DP for the same scores and never worse in expected score;
+#: its running time depends on the scores (how many candidates it visits), a timing channel the exponential
+#: mechanism's exact sampler does not have.
+SELECTIONS = ("exponential", "permute-and-flip")
 
 
 def release_plan(
@@ -219,6 +232,7 @@ def check_parameters(
     method: str = "matching",
     select_fraction: float = 0.5,
     n_buckets: int = 16,
+    selection: str = "exponential",
 ) -> None:
     """Refuse bad public parameters of :func:`distinct_count` (before any data is read)."""
     eps = float(epsilon)
@@ -234,6 +248,8 @@ def check_parameters(
         raise ParameterError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if isinstance(n_buckets, bool) or int(n_buckets) != n_buckets or not 1 <= n_buckets <= 2**20:
         raise ParameterError(f"the number of buckets must be an integer from 1 to 2^20, got {n_buckets!r}")
+    if selection not in SELECTIONS:
+        raise ParameterError(f"selection must be one of {', '.join(SELECTIONS)}, got {selection!r}")
 
 
 def distinct_count(
@@ -246,6 +262,7 @@ def distinct_count(
     rng: RngLike = None,
     n_buckets: int = 16,
     counts: np.ndarray | None = None,
+    selection: str = "exponential",
 ) -> Release:
     """Person-level ``epsilon``-DP lower bound on the number of distinct elements (Algorithm 1).
 
@@ -262,6 +279,10 @@ def distinct_count(
         ``DC(D; l)`` for ``l = 1..l_max`` already counted by ``method`` (then ``ds`` is not read).
     select_fraction:
         The share of ``epsilon`` spent on choosing ``l`` (the paper's 1/2).
+    selection:
+        How GEM draws ``l`` from its normalized scores (sensitivity 1): ``"exponential"`` (the paper's
+        exponential mechanism, the default) or ``"permute-and-flip"`` (:data:`SELECTIONS`); both are
+        ``epsilon_select``-DP.
 
     Returns
     -------
@@ -269,7 +290,7 @@ def distinct_count(
         ``value``: the released lower bound (holds with probability at least ``1 - beta``);
         ``extras["bound"]``: the chosen ``l_hat``.
     """
-    check_parameters(epsilon, beta, l_max, method, select_fraction, n_buckets)
+    check_parameters(epsilon, beta, l_max, method, select_fraction, n_buckets, selection)
     eps = float(epsilon)
     src = resolve_rng(rng)
     if counts is None:
@@ -277,7 +298,8 @@ def distinct_count(
     else:
         graph = None
     plan = release_plan(graph, eps, beta, int(l_max), method, select_fraction, src, int(n_buckets), counts)
-    idx = exponential_mechanism(plan.scores, 1.0, plan.epsilon_select, src)
+    select = exponential_mechanism if selection == "exponential" else permute_and_flip
+    idx = select(plan.scores, 1.0, plan.epsilon_select, src)  # GEM's scores have sensitivity 1
     l_hat = idx + 1
     cal = plan.calibrations[idx]
     z = int(discrete_laplace(cal.t, 1, src)[0])
@@ -295,6 +317,7 @@ def distinct_count(
             "l_max": l_max,
             "method": method,
             **({"n_buckets": int(n_buckets)} if method == "bucketed" else {}),
+            "selection": selection,
             "epsilon_select": e_sel,
             "epsilon_count": e_cnt,
         },

@@ -95,7 +95,13 @@ from .mechanisms import (
     zcdp_delta,
 )
 from .samplers import discrete_gaussian, discrete_laplace, randomized_round
-from .selection import bernoulli_exp, exponential_mechanism, permute_and_flip, sample_cumulative
+from .selection import (
+    bernoulli_exp,
+    exponential_mechanism,
+    permute_and_flip,
+    permute_and_flip_probabilities,
+    sample_cumulative,
+)
 from .sources import RandomSource, RngLike, resolve_rng, seeded
 
 __all__ = [
@@ -129,6 +135,7 @@ __all__ = [
     "calibrate_knorm",
     "exponential_mechanism",
     "permute_and_flip",
+    "permute_and_flip_probabilities",
     "bernoulli_exp",
     "sample_cumulative",
     "KeyedStreams",

@@ -194,7 +194,7 @@ def _dgauss(words, st, S, t, ymax):
         if a > ymax:
             continue
         d = a * t - S
-        if _bern_exp(words, st, d * d, den):
+        if _bern_exp_call(words, st, d * d, den):
             return y
 
 
@@ -230,6 +230,17 @@ def _dgauss_sq(words, st, w):
         return x
 
 
+# The l2 sampler's attempt, the discrete Gaussians and their batches call their heavy helpers as compiled
+# functions rather than inlining them at numba's IR level: inlined, the l2 kernel alone took about 40 s to
+# compile (the discrete Gaussian's and the Bernoulli factories' loops copied over a dozen times), the largest
+# part of a first run's compile time; now about 17 s for all three. A sample costs about what it did (these
+# helpers do many draws per call). The calls decide with the same words as the inlined code: the outputs
+# are identical (issue 34).
+_geometric_call = njit(cache=True)(_geometric.py_func)
+_bern_exp_call = njit(cache=True)(_bern_exp.py_func)
+_dgauss_sq_call = njit(cache=True)(_dgauss_sq.py_func)
+
+
 @njit(cache=True, nogil=True)
 def _dlap_batch(words, start, stop, out, t):
     st = np.zeros(2, np.int64)
@@ -257,7 +268,7 @@ def _dgauss_sq_batch(words, start, stop, out, w):
     st = np.zeros(2, np.int64)
     for i in range(start, stop):
         pos = st[0]
-        out[i] = _dgauss_sq(words, st, w)
+        out[i] = _dgauss_sq_call(words, st, w)
         if st[1] != 0:
             return i, pos
     return stop, st[0]
@@ -332,7 +343,7 @@ def _isqrt(n):
     return r
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _l2_attempt(words, st, z, d, tau, s_bits, c2, root, A, j_min, M, j_fast, hand):
     """One attempt of the l2 lattice sampler. Returns 1 (accepted, ``z`` filled), 0 (rejected), or 2 (the
     radius index ``j`` exceeds ``j_fast``: ``hand`` holds (sum U, sum V) of its geometric draws and the
@@ -340,7 +351,7 @@ def _l2_attempt(words, st, z, d, tau, s_bits, c2, root, A, j_min, M, j_fast, han
     sum_u = np.int64(0)
     sum_v = np.int64(0)
     for _ in range(d + 1):
-        u, v = _geometric(words, st, tau)
+        u, v = _geometric_call(words, st, tau)
         if st[1] != 0:
             return 0
         sum_u += u
@@ -361,12 +372,12 @@ def _l2_attempt(words, st, z, d, tau, s_bits, c2, root, A, j_min, M, j_fast, han
     rj = j & mask
     Q = qj * qj + ((2 * qj * rj * (mask + 1) + rj * rj) >> (2 * s_bits)) - c2
     R = root * w
-    if not _bern_exp(words, st, R * R - Q, 2 * w * w):
+    if not _bern_exp_call(words, st, R * R - Q, 2 * w * w):
         return 0
     sq = _isqrt(Q)
     rem = Q
     for i in range(d):
-        x = _dgauss_sq(words, st, w)
+        x = _dgauss_sq_call(words, st, w)
         if st[1] != 0:
             return 0
         if abs(x) > sq:
@@ -376,7 +387,7 @@ def _l2_attempt(words, st, z, d, tau, s_bits, c2, root, A, j_min, M, j_fast, han
             return 0
         rem -= x2
         z[i] = x
-    if _bern_exp(words, st, rem, 2 * w * w):
+    if _bern_exp_call(words, st, rem, 2 * w * w):
         return 1
     return 0
 

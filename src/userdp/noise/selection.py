@@ -139,6 +139,30 @@ def permute_and_flip(scores, sensitivity: float, epsilon: float, rng: RngLike = 
     raise AssertionError("unreachable: the maximum is always accepted")
 
 
+def permute_and_flip_probabilities(scores, sensitivity: float, epsilon: float, monotone: bool = False) -> np.ndarray:
+    """The law of :func:`permute_and_flip` (floats): ``P(i) = p_i int_0^1 prod_{j != i} (1 - x p_j) dx`` with
+    ``p_j = exp(eps (s_j - s_max) / (2 Delta))`` (``/ Delta`` if monotone). A uniformly random order is the
+    order of independent uniform arrival times: candidate ``i`` arriving at time ``x`` is reached when each
+    ``j`` that arrived earlier (probability ``x`` each, independently) was rejected. The integrand is a
+    polynomial of degree ``m - 1``, integrated exactly (up to rounding) by Gauss-Legendre quadrature at
+    ``ceil(m / 2) + 1`` nodes."""
+    fr, ratio = _selection_inputs(scores, sensitivity, epsilon)
+    c = float(ratio if monotone else ratio / 2)
+    s = np.array([float(x) for x in fr])
+    pj = np.exp(c * (s - s.max()))
+    m = pj.size
+    nodes, weights = np.polynomial.legendre.leggauss(m // 2 + 2)
+    x = (nodes + 1) / 2  # on [0, 1]
+    w = weights / 2
+    # log of prod_j (1 - x p_j) over all j, then divide out j = i (1 - x p_i > 0 except x = 1, p_i = 1)
+    one_minus = 1 - np.outer(x, pj)  # (nodes, m)
+    with np.errstate(divide="ignore"):
+        log_all = np.log(one_minus).sum(axis=1, keepdims=True)
+        log_terms = log_all - np.log(one_minus)
+    probs = pj * (w[:, None] * np.exp(log_terms)).sum(axis=0)
+    return probs / probs.sum()
+
+
 def sample_cumulative(cum: np.ndarray, rows: np.ndarray, rng: RngLike = None) -> np.ndarray:
     """Exact categorical draws from integer weights.
 

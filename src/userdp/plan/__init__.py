@@ -11,7 +11,9 @@ sizes: the calibrated predictors), with the paper's theorem bound beside it:
 * :func:`vocabulary` -- the weighted private vocabulary: the weight an item needs to be released, the
   release probability of an item held by ``n`` persons, and its count's noise.
 * :func:`distinct` -- Knop & Steinke's distinct count: the exact law on a count curve (given or
-  :func:`synthetic_curve`), and Theorem 1.1 / Eq. (8) with userdp's constants (:func:`theorem_bound`).
+  :func:`synthetic_curve`), and Theorem 1.1 / Eq. (8) with userdp's constants (:func:`theorem_bound`),
+  Eq. (7) on a curve (:func:`general_bound`) and Theorem 1.2 / Eq. (10) for the greedy count
+  (:func:`greedy_bound`).
 * :func:`linear` -- PrivEMDLinear (Lemma 4.2's noise): the sampler's own draws.
 * :func:`frequency` -- FreqEstLocal (GKRR, or the exponential randomizer on any finite metric): simulated
   through the randomizer's exact law; Theorem 6.6 / Corollary 6.8 beside it for GKRR.
@@ -29,7 +31,7 @@ from __future__ import annotations
 from .common import Prediction
 from .counts import histogram, key_counts, key_counts_epsilon, vocabulary, vocabulary_epsilon
 from .dem import frequency, frequency_alpha, linear, linear_alpha
-from .distinct import distinct, distinct_epsilon, synthetic_curve, theorem_bound
+from .distinct import distinct, distinct_epsilon, general_bound, greedy_bound, synthetic_curve, theorem_bound
 from .heatmap import heatmap, heatmap_epsilon, synthetic_grid_sum
 
 __all__ = [
@@ -48,6 +50,8 @@ __all__ = [
     "synthetic_curve",
     "synthetic_grid_sum",
     "theorem_bound",
+    "general_bound",
+    "greedy_bound",
     "vocabulary",
     "vocabulary_epsilon",
 ]

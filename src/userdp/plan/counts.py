@@ -7,6 +7,7 @@ import math
 
 from ..errors import ParameterError
 from ..noise import calibrate_gaussian, calibrate_laplace
+from ..privacy.params import check_delta
 from .common import (
     Prediction,
     confidences,
@@ -34,6 +35,7 @@ def key_counts(
     sensitivity ``l0 linf`` or lattice Gaussian of l2 sensitivity ``sqrt(l0) linf``. The dropped records
     (bias) are not included: they depend on the data."""
     cs = confidences(confidence)
+    delta = check_delta(delta, "delta (--delta)")  # refused outside [0, 1) whatever the noise
     if int(l0) < 1 or int(linf) < 1:
         raise ParameterError("the bounds must be whole numbers >= 1")
     if noise == "laplace":
@@ -96,7 +98,7 @@ def vocabulary(
     epsilon: float,
     delta: float,
     *,
-    max_items: int = 100,
+    max_items: int | str = "auto",
     noise: str = "gaussian",
     count_fraction: float = 0.5,
     persons: int | None = None,
@@ -106,7 +108,12 @@ def vocabulary(
     """What :func:`userdp.releases.vocabulary` (weighted union) will release: the weight (in persons who
     keep one item each) an item needs to be released with probability 1/2 and ``confidence``; with
     ``persons``, the probability that an item held by that many persons, each keeping ``items_each`` items,
-    is released; and the quantiles of its count's noise."""
+    is released; and the quantiles of its count's noise.
+
+    With ``max_items="auto"`` (the release's default) the bound is chosen from the data, so no plan can know
+    it: the figures are those of the grid's largest candidate (8192) with the selection's 2% of epsilon
+    taken out. The threshold and the counts' noise grow with the bound, so they bound the chosen one's from
+    above (the counts' noise by far: pass the bound you expect to plan it closer)."""
     from ..vocabulary import person_weights, plan_vocabulary
 
     confidences(confidence)
@@ -121,6 +128,9 @@ def vocabulary(
             lo, hi = (lo, mid) if _release_probability(cal, mid) >= p else (mid, hi)
         need[p] = hi / unit
     extra = {"weight needed": need, "threshold": cal.threshold / unit, "new item released at most": cal.delta_new}
+    if plan["auto"]:
+        extra["max_items"] = (f"auto: chosen from the data (2% of epsilon); these figures are for the largest "
+                              f"candidate, {plan['max_items']}, and bound the chosen bound's from above")  # fmt: skip
     if persons is not None:
         w = int(person_weights(max(1, min(int(items_each), plan["max_items"])), noise, unit))
         extra["release probability"] = _release_probability(cal, int(persons) * w)
@@ -133,7 +143,8 @@ def vocabulary(
         "|noise| of one released item's person count",
         qs,
         noise == "laplace",
-        "the threshold and the noise of userdp.vocabulary.calibrate_union; the counts' lattice noise",
+        "the threshold and the noise of userdp.vocabulary.calibrate_union; the counts' lattice noise"
+        + (f" (max_items auto: at the largest candidate, {plan['max_items']})" if plan["auto"] else ""),
         extra,
     )
 
@@ -143,7 +154,7 @@ def vocabulary_epsilon(
     probability: float = 0.9,
     delta: float = 1e-6,
     *,
-    max_items: int = 100,
+    max_items: int | str = "auto",
     items_each: int = 1,
     noise: str = "gaussian",
     count_fraction: float = 0.5,

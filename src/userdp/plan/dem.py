@@ -141,8 +141,17 @@ def frequency(
     the randomizer and calibration the release uses (:func:`userdp.dem.frequency.frequency_randomizer`), then estimates
     (:func:`userdp.dem.frequency.unbiased_estimate`) and projects as the release does. ``extra["theorem"]``
     is Theorem 6.6's Eq. (9) at the calibrated ``alpha_0`` (central: Corollary 6.8) for GKRR, and None for
-    the exponential randomizer (the paper bounds no other randomizer in closed form)."""
-    from ..dem.frequency import demd_error, frequency_randomizer, project_simplex, unbiased_estimate
+    the exponential randomizer (the paper bounds no other randomizer in closed form); ``extra["theorem
+    eq8"]`` is Theorem 6.5's Eq. (8) computed from the randomizer's own transition matrix
+    (:func:`userdp.dem.frequency.theorem_6_5_bound`) for any randomizer on a clustered metric (None on
+    other metrics, where the theorem does not apply)."""
+    from ..dem.frequency import (
+        demd_error,
+        frequency_randomizer,
+        project_simplex,
+        theorem_6_5_bound,
+        unbiased_estimate,
+    )
     from ..dem.randomizers import GKRR
     from ..metrics import ClusteredMetric
 
@@ -191,7 +200,9 @@ def frequency(
             s_**2 * t_**2 / (m * n)
         ) * (math.sqrt(s_ + 2 * (e0 - 1)) / (e0 + (t_ - 1) * e1 - t_))
     name = "GKRR" if isinstance(rz, GKRR) else "the exponential randomizer"
-    extra = {"alpha0": a0, "route": cal.route, "theorem": bound, "mean": float(errs.mean())}
+    # Theorem 6.5's Eq. (8) for whichever randomizer the release uses, on a clustered metric
+    eq8 = theorem_6_5_bound(rz.transition_matrix(), space, m * n) if isinstance(space, ClusteredMetric) else None
+    extra = {"alpha0": a0, "route": cal.route, "theorem": bound, "theorem eq8": eq8, "mean": float(errs.mean())}
     stand_in = "a given histogram" if truth is not None else "uniform and concentrated (Zipf 1, 1.5) histograms in turn"
     basis = (
         f"{int(reps)} simulated releases: {n * m} items of {stand_in} through {name}'s exact law "

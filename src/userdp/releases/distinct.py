@@ -37,6 +37,7 @@ def distinct(
     engine: Engine | str | None = None,
     rng: RngLike = None,
     n_buckets: int = 16,
+    selection: str = "exponential",
 ) -> Release:
     """Person-level ``epsilon``-DP lower bound on the number of distinct ``item`` values of a table.
 
@@ -48,7 +49,7 @@ def distinct(
         :class:`~userdp.data.UserDataset`.
     tokenize:
         The item column is text; the elements are its lower-cased words (:func:`userdp.data.tokenize`).
-    beta, l_max, method, n_buckets:
+    beta, l_max, method, n_buckets, selection:
         As in :func:`userdp.distinct.distinct_count`: the released value is a lower bound with probability at
         least ``1 - beta``; ``l_max`` is the largest contribution bound tried. ``method="bucketed"`` splits
         the elements into ``n_buckets`` public buckets; on the Spark engine every bucket is then counted on
@@ -61,7 +62,7 @@ def distinct(
     eng = get_engine(engine, source)
     if method is None:  # on Spark the count runs on the executors unless the exact driver-side count is asked for
         method = "bucketed" if eng.name == "spark" else "matching"
-    check_parameters(epsilon, beta, l_max, method, n_buckets=n_buckets)
+    check_parameters(epsilon, beta, l_max, method, n_buckets=n_buckets, selection=selection)
     l_max, n_buckets = int(l_max), int(n_buckets)
     data = eng.load(source, Columns(user, item, tokenize=tokenize))
     if method == "bucketed" and hasattr(eng, "bucket_sums"):  # the buckets counted where the data is
@@ -74,6 +75,7 @@ def distinct(
             l_max,
         )
         return distinct_count(None, epsilon, beta, l_max, method, rng=resolve_rng(rng), n_buckets=n_buckets,
-                              counts=counts)  # fmt: skip
+                              counts=counts, selection=selection)  # fmt: skip
     graph = eng.edges(data)
-    return distinct_count(graph, epsilon, beta, l_max, method, rng=resolve_rng(rng), n_buckets=n_buckets)
+    return distinct_count(graph, epsilon, beta, l_max, method, rng=resolve_rng(rng), n_buckets=n_buckets,
+                          selection=selection)  # fmt: skip

@@ -9,8 +9,11 @@ collects the deduplicated person-item edges on the driver, and so does DP-SIPS (
 :mod:`userdp.vocabulary.sips`), whose rounds each remove the items released so far from every person's set
 before bounding and weighting (on the driver, from the release's own randomness, so that every engine
 releases the same items for the same seed). The threshold, the noise and the counts' noise
-run on the driver. Guarantee: ``(epsilon, delta)``-DP for adding or removing one person (all of their
-records). The items' labels are read off the data; only the released ones leave.
+run on the driver. Under ``max_items="auto"`` (the default) the bound is chosen privately first (2% of
+epsilon) from the persons' numbers of distinct items: counted where the data are for the weighted union,
+from the collected edges for the policy union and DP-SIPS (whose every round then uses the chosen bound).
+Guarantee: ``(epsilon, delta)``-DP for adding or removing one person (all of their records). The items'
+labels are read off the data; only the released ones leave.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from ..noise import KeyedStreams, RngLike, keyed_keep, resolve_rng
 from ..privacy.params import warn_large_delta
 from ..privacy.result import Release
 from ..vocabulary import (
+    BoundChoice,
+    choose_max_items_with,
     plan_sips_vocabulary,
     plan_vocabulary,
     private_vocabulary,
@@ -43,7 +48,7 @@ def vocabulary(
     user: str = "user",
     item: str = "item",
     tokenize: bool = False,
-    max_items: int = 100,
+    max_items: int | str = "auto",
     noise: str = "gaussian",
     policy: bool = False,
     count_fraction: float = 0.5,
@@ -62,9 +67,15 @@ def vocabulary(
         :class:`~userdp.data.UserDataset`.
     tokenize:
         The item column is text; the items are its lower-cased words (:func:`userdp.data.tokenize`).
-    max_items, noise, policy, count_fraction, algorithm, rounds, ratio:
+    max_items:
+        ``"auto"`` (default): chosen privately from the persons' numbers of distinct items with 2% of
+        ``epsilon`` (for the weighted union counted where the data are,
+        :func:`userdp.vocabulary.choose_max_items_with`; for the policy union and DP-SIPS from the edges
+        collected on the driver), then used by the selection (by every round of DP-SIPS) with the rest of the
+        budget; or a whole number. As in :func:`userdp.vocabulary.private_vocabulary`.
+    noise, policy, count_fraction, algorithm, rounds, ratio:
         As in :func:`userdp.vocabulary.private_vocabulary` (``algorithm``: ``"weighted"``, the default,
-        ``"policy"`` or ``"sips"``).
+        ``"policy"`` or ``"sips"``; ``rounds`` and ``ratio``: :func:`userdp.vocabulary.sips_vocabulary`).
     engine, rng:
         As in :func:`userdp.releases.heatmap`.
     """
@@ -79,9 +90,12 @@ def vocabulary(
     src = resolve_rng(rng)
     data = eng.load(source, Columns(user, item, tokenize=tokenize))
     if algo == "weighted":  # bounding and weights per person, then sums per item: on Spark's executors too
+        if isinstance(max_items, str):  # "auto": each person's distinct items counted where the data are
+            max_items = choose_max_items_with(partial(eng.key_record_sums, data), epsilon, src)
+        cap = max_items.value if isinstance(max_items, BoundChoice) else int(max_items)
         streams = KeyedStreams.from_rng(src)
         labels, sums = eng.bounded_item_sums(
-            data, int(max_items), partial(keyed_keep, streams, cap=int(max_items)),
+            data, cap, partial(keyed_keep, streams, cap=cap),
             partial(vocabulary_sum_columns, noise=noise),
         )  # fmt: skip
         return private_vocabulary_from_sums(

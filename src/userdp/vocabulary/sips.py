@@ -58,6 +58,17 @@ mixture). In round ``i`` of a run on ``D'`` call an item *new* when p kept it an
    in E] <= max_x min(1, e^eps x + delta_G) - e^eps x (1 - delta_N) <= delta_G + delta_N`` and ``P[M(D')
    in E] <= e^eps P[M(D) in E] + delta_G + delta_N``.
 
+**The bound chosen from the data** (``max_items="auto"``, the default of :func:`sips_vocabulary` and of the
+vocabulary release): first :func:`~userdp.vocabulary.choose_max_items` picks ``max_items`` from the public
+grid ``1, 2, ..., 8192`` (a private 90% quantile of the persons' numbers of distinct items, the exponential
+mechanism, ``AUTO_FRACTION`` = 2% of epsilon, no delta), exactly as for the one-round union; then the rounds
+run with that bound in every round, calibrated for the rest of the budget (the set's and the counts' shares
+of ``epsilon - epsilon_bound``). The choice is ``epsilon_bound``-DP and the rounds with the counts are
+``(epsilon - epsilon_bound, delta)``-DP for every fixed bound, so by sequential (adaptive) composition the
+whole is ``(epsilon, delta)``-DP. Every refusal is decided before the data are read, at the grid's largest
+candidate (the hardest to calibrate), so no chosen bound can be refused. The persons' counts are those of
+their whole sets (before any round), as the one-round union counts them.
+
 Removing released items is what makes the mechanism adaptive; it is covered by step 2 (the history is
 public to both runs). Skipping it would be private too (and release less). The exact auditor
 (:func:`userdp.audit.audit_sips`) checks the guarantee on small instances, and catches rounds calibrated
@@ -78,6 +89,7 @@ from .union import (
     _MARGIN,
     _TRUNCATION,
     UNIT,
+    BoundChoice,
     UnionCalibration,
     _check,
     _check_codes,
@@ -88,7 +100,9 @@ from .union import (
     bound_contributions,
     budget_plan,
     check_noise_budget,
+    choose_max_items,
     distinct_per_person,
+    persons_within,
     union_histogram,
 )
 
@@ -287,7 +301,7 @@ def sips_union(
 def plan_sips_vocabulary(
     epsilon: float,
     delta: float,
-    max_items: int = 100,
+    max_items: int | str | BoundChoice = "auto",
     noise: str = "gaussian",
     count_fraction: float = 0.5,
     rounds: int = SIPS_ROUNDS,
@@ -295,7 +309,10 @@ def plan_sips_vocabulary(
 ) -> dict:
     """:func:`~userdp.vocabulary.plan_vocabulary` for DP-SIPS: every parameter checked and the budget split
     (the set's share to :func:`calibrate_sips`, the counts' as in the one-round release) before any data is
-    read. The rounds are Gaussian: ``noise`` must be ``"gaussian"`` (it is the counts' noise too)."""
+    read. The rounds are Gaussian: ``noise`` must be ``"gaussian"`` (it is the counts' noise too). With
+    ``max_items="auto"`` the bound's choice takes its share of ``epsilon`` first and every calibration is
+    checked at the grid's largest candidate (:func:`~userdp.vocabulary.plan_vocabulary`); the release plans
+    again with the :class:`~userdp.vocabulary.BoundChoice` it made."""
     check_noise_budget(noise, epsilon, delta)
     if noise != "gaussian":
         raise ParameterError("DP-SIPS runs rounds of the weighted Gaussian union: use the Gaussian noise")
@@ -312,7 +329,7 @@ def sips_vocabulary(
     epsilon: float,
     delta: float,
     *,
-    max_items: int = 100,
+    max_items: int | str | BoundChoice = "auto",
     noise: str = "gaussian",
     count_fraction: float = 0.5,
     rounds: int = SIPS_ROUNDS,
@@ -322,13 +339,19 @@ def sips_vocabulary(
     """:func:`~userdp.vocabulary.private_vocabulary` with DP-SIPS as the selection: the items of the rounds,
     then (``count_fraction > 0``) a noisy count of the persons holding each released item among their kept
     items of the first round (at most ``max_items`` per person: sensitivity ``sqrt(max_items)``).
-    Guarantee: ``ApproxDP(epsilon, delta)``, add/remove one person (the set's share by the module's proof,
-    sequential composition with the counts)."""
+    ``max_items="auto"`` (the default): the bound is chosen first, privately, from the persons' numbers of
+    distinct items with 2% of ``epsilon`` (:func:`~userdp.vocabulary.choose_max_items`), and every round
+    uses it; the rest of the budget goes to the rounds and the counts. Guarantee: ``ApproxDP(epsilon,
+    delta)``, add/remove one person (the set's share by the module's proof, sequential composition of the
+    bound's choice, the set and the counts; ``composed_of`` in the release's extras states each part)."""
     plan = plan_sips_vocabulary(epsilon, delta, max_items, noise, count_fraction, rounds, ratio)
     src = resolve_rng(rng)
     labels = np.asarray(labels)
     _check_codes(items, labels.size)
     off, its = distinct_per_person(offsets, items)
+    if plan["auto"]:  # the bound first, from the persons' distinct-item counts (its own share of epsilon)
+        choice = choose_max_items(persons_within(np.diff(off)), plan["epsilon_bound"], rng=src)
+        plan = plan_sips_vocabulary(epsilon, delta, choice, noise, count_fraction, plan["rounds"], plan["ratio"])
     chosen, _, _, first_kept = sips_rounds(off, its, labels.size, plan["calibration"], src)
     holders = np.bincount(first_kept, minlength=labels.size)  # at most max_items per person
     return _vocabulary_release(labels, None, holders, None, plan, False, src, chosen)
