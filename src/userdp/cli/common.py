@@ -289,13 +289,35 @@ def charge(args: argparse.Namespace, release: Any) -> None:
     ledger.charge(args, release.guarantee, release.mechanism)
 
 
+def probe_writable(*paths: Any) -> None:
+    """Refuse, before any data is read, an output that cannot be written: a file is created and removed next
+    to each path (a missing folder, no permission, a read-only disk). Whatever fails later, once the release
+    exists, is charged (:func:`charge_and_write_csv`): whether a write fails could depend on its size, so a
+    failure after the release must not be a free look at it."""
+    for path in paths:
+        probe = path.with_name(f".{path.stem}.userdp-tmp-probe")
+        try:
+            with open(probe, "w", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise ParameterError(f"cannot write {path} ({reason}); nothing was released or charged") from None
+        finally:
+            try:
+                probe.unlink(missing_ok=True)
+            except OSError:  # (it was never created)
+                pass
+
+
 def charge_and_write_csv(args: argparse.Namespace, release: Any, out: Any, header: list[str], rows: Any) -> None:
-    """Charge ``release`` to ``--ledger`` and write ``rows`` under ``header`` to the CSV file ``out`` (if not
-    ``None``): written under a temporary name first, charged, then moved into place, so that a file that
-    cannot be written charges nothing and a refused charge leaves no file."""
+    """Charge ``release`` to ``--ledger``, then write ``rows`` under ``header`` to the CSV file ``out`` (if not
+    ``None``) under a temporary name and move it into place. The folder was probed before the data were read
+    (:func:`probe_writable`); a write that fails after the charge (a full disk) says so, and is charged: its
+    failure could depend on the release's size. A refused charge leaves no file."""
     import csv
     import os
 
+    charge(args, release)
     tmp = None
     try:
         if out is not None:
@@ -305,12 +327,6 @@ def charge_and_write_csv(args: argparse.Namespace, release: Any, out: Any, heade
                     w = csv.writer(fh)
                     w.writerow(header)
                     w.writerows(rows)
-            except OSError as exc:
-                reason = exc.strerror or type(exc).__name__
-                raise ParameterError(f"cannot write {out} ({reason}); nothing was released or charged") from None
-        charge(args, release)
-        if tmp is not None:
-            try:
                 os.replace(tmp, out)
             except OSError as exc:
                 raise ParameterError(

@@ -27,6 +27,7 @@ from .common import (
     number,
     parse_bbox,
     print_json,
+    probe_writable,
     source_of,
     warn,
     warn_seed,
@@ -99,6 +100,7 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     existing = [str(p) for p in (out, grid_path) if p.exists()]
     if existing and not args.force:  # checked before any data is read
         raise ParameterError(f"{' and '.join(existing)} already exist(s); pass --force to overwrite, or another --out")
+    probe_writable(out, grid_path)  # a folder that cannot be written: refused before any data is read
     rel = releases.heatmap(
         source_of(args),
         box,
@@ -118,8 +120,10 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
     rows, cols = rel.params["shape"]
     grid_box = BoxDomain(tuple(rel.params["box"]["low"]), tuple(rel.params["box"]["high"]), box.names)
     sigma = args.sigma if args.sigma is not None else max(rows, cols) / 128
-    # write both files under temporary names first, charge, then move them into place: a run that cannot
-    # write spends no budget, and a refused charge leaves no file
+    # charge, then write both files under temporary names and move them into place: the folder was probed
+    # before the data were read, and a write that fails now (a full disk, its size set by the release) is
+    # charged and says so; a refused charge writes nothing
+    charge(args, rel)
     staged = [(grid_path, grid_path.with_name(f".{grid_path.stem}.userdp-tmp.npy"))]
     staged.append((out, out.with_name(f".{out.stem}.userdp-tmp{out.suffix}")))
     try:
@@ -133,18 +137,13 @@ def cmd_heatmap(args: argparse.Namespace) -> int:
             relation = getattr(rel.guarantee, "neighbours", None)
             who = f" ({relation.value})" if relation is not None else ""
             render_maps([panel], staged[1][1], grid_box, title=f"{rel.mechanism}, ε = {args.epsilon:g}{who}")
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            raise ParameterError(f"cannot write {out} ({reason}); nothing was released or charged") from None
-        charge(args, rel)
-        for final, tmp in staged:
-            try:
+            for final, tmp in staged:
                 os.replace(tmp, final)
-            except OSError as exc:  # after the charge: say plainly what happened
-                raise ParameterError(
-                    f"the release was charged to the ledger but {final} could not be written "
-                    f"({exc.strerror or type(exc).__name__})"
-                ) from None
+        except OSError as exc:
+            raise ParameterError(
+                f"the release was charged to the ledger but {out} could not be written "
+                f"({exc.strerror or type(exc).__name__})"
+            ) from None
     finally:
         for _, tmp in staged:
             try:

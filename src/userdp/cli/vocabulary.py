@@ -17,6 +17,7 @@ from .common import (
     charge_and_write_csv,
     engine_of,
     number,
+    probe_writable,
     report,
     source_of,
     warn_seed,
@@ -33,6 +34,7 @@ def _check_out(args: argparse.Namespace) -> Path | None:
         raise ParameterError(f"--out {out.name} needs the suffix .csv")
     if out.exists() and not args.force:
         raise ParameterError(f"{out} already exists; pass --force to overwrite, or another --out")
+    probe_writable(out)
     return out
 
 
