@@ -32,11 +32,27 @@ def test_cold_demo_compiles_ahead_and_releases_the_same(tmp_path):
 
 
 def test_helper_only_where_it_can_run(monkeypatch):
-    """No second process from a process with threads (a pytest worker: forking it could deadlock the child);
-    without one, the predictions are computed in place."""
-    monkeypatch.setattr("threading.active_count", lambda: 2)
+    """No second process on one core; without one, the predictions are computed in place."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert demo._start_helper(None) is None
     assert demo._received_predictions(None) is None
+
+
+def test_the_helper_is_spawned_not_forked(monkeypatch):
+    """The helper starts in a fresh interpreter: forking a process whose thread pools are running (PyArrow's,
+    numba's: there are by the time the data are loaded) can crash its child, and did under the test workers.
+    Its predictions (public sizes only) arrive, one per release."""
+    import multiprocessing as mp
+
+    contexts = []
+    real = mp.get_context
+    monkeypatch.setattr(mp, "get_context", lambda method=None: contexts.append(method) or real(method))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(demo, "_numba_cache_cold", lambda: False)  # (passed to the child: no compile-ahead)
+    helper = demo._start_helper(None)
+    assert contexts == ["spawn"] and helper is not None
+    got = demo._received_predictions(helper)
+    assert got is not None and len(got) == 4
 
 
 def test_cache_probe_reads_numba_index():

@@ -620,18 +620,20 @@ def _helper(fs, main_at, conn, cold: bool) -> None:
 
 def _start_helper(fs):
     """The demo's second process (:func:`_helper`): ``(process, shared step counter, pipe end, cold)``, or
-    ``None`` where it cannot run (one core, no ``fork``, threads already running)."""
+    ``None`` where it cannot run (one core).
+
+    The process is started with ``spawn``, a fresh interpreter that receives the loaded data by pickle: by
+    the time the data are loaded, PyArrow's and numba's thread pools are running (7 threads in ``userdp demo``,
+    dozens in a test worker), and a ``fork`` of a process with threads can crash or deadlock its child (a
+    forked helper was seen to crash in numba's compiler under the test suite's workers)."""
     import multiprocessing as mp
     import os
-    import threading
 
-    if threading.active_count() > 1:  # forking a process with threads can deadlock its child
-        return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if cores < 2 or "fork" not in mp.get_all_start_methods():
+    if cores < 2:
         return None
     cold = _numba_cache_cold()
-    ctx = mp.get_context("fork")  # the loaded data and modules are shared; no thread has started yet
+    ctx = mp.get_context("spawn")
     at = ctx.Value("i", 0, lock=False)
     receive, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_helper, args=(fs, at, send, cold), daemon=True)
