@@ -7,7 +7,8 @@ the public diameter 2 max ||phi|| over the GloVe vocabulary. Query: d random uni
 f(x) = F phi~(x), Lipschitz constant ||F||_2.
 
 Compared: PrivEMDLinear (alpha, pure K-norm and the Gaussian variant with delta = 1e-6) against the
-user-level (eps, 0)-DP l2 K-norm baseline (sensitivity 2 max ||f||), local and central, at alpha = eps and
+user-level (eps, 0)-DP l2 K-norm baseline (sensitivity 2 max ||f||), local and central, and, local, Lemma 6.1's
+own mechanism (Duchi et al.'s l2 privatizer, ``linear_baseline(mechanism="duchi")``), at alpha = eps and
 alpha = 10 eps (eps = 1), as n and d vary. Reported: median l2 error ||q^ - q|| and log-log slopes
 (theory: error ~ d / (alpha n) central, d / (alpha sqrt n) local).
 
@@ -114,6 +115,11 @@ def main() -> None:
                             error=float(np.linalg.norm(b.value - q)),
                         )
                     )
+                    if model == "local" and d >= 2:  # Lemma 6.1's own mechanism (Duchi et al.'s privatizer)
+                        b = linear_baseline(ds, eps, f_values=fvals, f_bound=f_bound, model=model, rng=src,
+                                            mechanism="duchi")  # fmt: skip
+                        rows.append(dict(method="user-level Duchi et al.", model=model, d=d, n=n, rep=rep,
+                                         privacy="eps", error=float(np.linalg.norm(b.value - q))))  # fmt: skip
         print(f"d = {d} done ({time.time() - t0:.0f} s)")
     import pandas as pd
 

@@ -185,10 +185,14 @@ def test_baseline(rng, model):
     bound = float(np.linalg.norm(F, axis=1).max())
     rel = linear_baseline(ds, 1.0, f_values=F, f_bound=bound, model=model, rng=rng)
     assert rel.guarantee.epsilon == 1.0 and rel.guarantee.pure
-    with pytest.raises(DataError):
-        linear_baseline(ds, 1.0, f_values=F, f_bound=bound / 2, model=model)
     with pytest.raises(ParameterError):
         linear_baseline(ds, 1.0, f_values=F, model=model)
+    # a value beyond the public bound is projected onto the ball, not refused (a refusal would depend on the
+    # data): the release is the one on the projected values, draw for draw
+    clipped = F * np.minimum(1.0, (bound / 2) / np.linalg.norm(F, axis=1, keepdims=True))
+    a = linear_baseline(ds, 1.0, f_values=F, f_bound=bound / 2, model=model, rng=5).value
+    b = linear_baseline(ds, 1.0, f_values=clipped, f_bound=bound / 2, model=model, rng=5).value
+    assert np.allclose(a, b)
 
 
 @pytest.mark.parametrize("model", ["local", "central"])
@@ -360,3 +364,50 @@ def test_audit_linear_baseline_central(rng, monkeypatch):
     real = L.calibrate_knorm
     monkeypatch.setattr(L, "calibrate_knorm", lambda sens, e, norm, dim: real(sens / 2, e, norm, dim))
     assert not audit_search(sample, pairs, lambda d: (eps, 0.0), n=5_000, n_pilot=500).passed
+
+
+def test_duchi_privatizer_is_unbiased_and_its_radius_is_the_stated_one():
+    """Lemma 6.1's mechanism (Duchi et al.'s l2 privatizer, ``linear_baseline(mechanism="duchi")``): every report
+    lies on the sphere of radius B (:func:`duchi_l2_radius`) and the mean of 20,000 reports of one value is
+    that value (within 4 standard errors); a radius 30% off would bias it by 30% of the value (rejected)."""
+    from userdp.dem import duchi_l2_privatizer, duchi_l2_radius
+
+    d, eps, n = 3, 1.0, 20_000
+    v = np.array([0.6, -0.3, 0.2])
+    out = duchi_l2_privatizer(np.tile(v, (n, 1)), 1.0, eps, rng=11)
+    B = duchi_l2_radius(1.0, eps, d)
+    assert np.allclose(np.linalg.norm(out, axis=1), B)
+    se = B / math.sqrt(n)  # each coordinate's sd is at most B
+    assert np.all(np.abs(out.mean(axis=0) - v) < 4 * se)
+    assert np.any(np.abs(out.mean(axis=0) * 1.3 - v) > 4 * se)
+
+
+def test_duchi_privatizer_sides_have_the_privacy_ratio_e_eps():
+    """The privacy of the privatizer rests on the side of ``w`` the report falls: with probability ``e^eps /
+    (1 + e^eps)`` on the side of the (randomly signed) input direction. For an input at the radius (w = v / r
+    always), 20,000 reports: the fraction on v's side matches it (binomial test), and the 1.3 eps value is
+    rejected."""
+    from userdp.dem import duchi_l2_privatizer
+
+    eps, n = 1.0, 20_000
+    v = np.array([1.0, 0.0, 0.0, 0.0])
+    out = duchi_l2_privatizer(np.tile(v, (n, 1)), 1.0, eps, rng=12)
+    hits = int((out @ v > 0).sum())
+    p = math.exp(eps) / (1 + math.exp(eps))
+    assert stats.binomtest(hits, n, p).pvalue > 1e-3
+    assert stats.binomtest(hits, n, math.exp(1.3 * eps) / (1 + math.exp(1.3 * eps))).pvalue < 1e-6
+
+
+def test_duchi_baseline_release_and_refusals():
+    """The release: the mean of the users' reports, pure eps-DP for any two inputs (local), its error within the
+    stated bound on 1,500 users; refused with the central model or in one dimension, before any data is read."""
+    rng = np.random.default_rng(8)
+    pts = UserDataset.from_lists([[tuple(rng.uniform(-0.5, 0.5, 2)) for _ in range(3)] for _ in range(1500)])
+    rel = linear_baseline(pts, 2.0, f_points=lambda x: x, f_bound=1.0, mechanism="duchi", rng=3)
+    assert rel.guarantee.epsilon == 2.0 and rel.guarantee.pure and rel.params["radius"] > 1
+    truth = np.mean([np.mean(pts.user_items(u), axis=0) for u in range(pts.n_users)], axis=0)
+    assert np.linalg.norm(rel.value - truth) < 3 * rel.error.bound
+    with pytest.raises(ParameterError, match="local"):
+        linear_baseline(pts, 1.0, f_points=lambda x: x, f_bound=1.0, model="central", mechanism="duchi")
+    with pytest.raises(ParameterError, match="knorm or duchi"):
+        linear_baseline(pts, 1.0, f_points=lambda x: x, f_bound=1.0, mechanism="gauss")

@@ -12,6 +12,25 @@ _I = "tests/dem/test_itemwise_frequency.py::"
 _Z = "tests/dem/test_randomizers.py::"
 
 MUTANTS: list[Mutant] = [
+    Mutant(
+        "duchi-coin-at-twice-epsilon",
+        "noise-scale",
+        "dem/linear.py",
+        "    g, gamma = 0, Fraction(float(epsilon))",
+        "    g, gamma = 0, Fraction(2 * float(epsilon))",
+        (_L + "test_duchi_privatizer_sides_have_the_privacy_ratio_e_eps",),
+        "Lemma 6.1's baseline (Duchi et al.'s privatizer) picks the side of its report at 2 eps and claims eps",
+    ),
+    Mutant(
+        "linear-baseline-values-unclipped",
+        "contribution-bound",
+        "dem/linear.py",
+        "    vals = vals * np.minimum(1.0, float(f_bound) / np.maximum(norms, 1e-300))",
+        "    vals = vals",
+        (_L + "test_baseline",),
+        "the user-level baseline adds noise for the public bound f_bound but lets a value beyond it through: "
+        "one user moves the release by more than its sensitivity",
+    ),
     # ---- points outside the public domain (issue 34): dropped user by user, never used unchecked --------------
     Mutant(
         "dem-linear-outside-points-kept",

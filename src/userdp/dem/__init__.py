@@ -17,7 +17,15 @@ from .frequency import (
     user_histogram,
 )
 from .itemwise import BoundedEMDReduction, itemwise_guarantee, priv_emd_itemwise
-from .linear import embedding_lipschitz, linear_baseline, linear_release, lipschitz_constant, priv_emd_linear
+from .linear import (
+    duchi_l2_privatizer,
+    duchi_l2_radius,
+    embedding_lipschitz,
+    linear_baseline,
+    linear_release,
+    lipschitz_constant,
+    priv_emd_linear,
+)
 from .randomizers import GKRR, ExponentialRandomizer, ItemRandomizer, KNormRandomizer, PlanarLaplace
 
 __all__ = [
@@ -36,6 +44,8 @@ __all__ = [
     "itemwise_guarantee",
     "laplace_histogram",
     "linear_baseline",
+    "duchi_l2_privatizer",
+    "duchi_l2_radius",
     "linear_release",
     "lipschitz_constant",
     "priv_emd_itemwise",

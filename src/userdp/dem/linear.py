@@ -33,7 +33,9 @@ from ..noise import (
     add_gaussian,
     calibrate_gaussian_metric,
     calibrate_knorm,
+    gaussian_noise,
     knorm_release,
+    resolve_rng,
 )
 from ..privacy.guarantees import EMDMetricDP, Model, Neighbours, PureDP
 from ..privacy.params import check_delta
@@ -44,6 +46,8 @@ __all__ = [
     "embedding_lipschitz",
     "priv_emd_linear",
     "linear_baseline",
+    "duchi_l2_privatizer",
+    "duchi_l2_radius",
     "gaussian_delta_at_distance",
 ]
 
@@ -239,6 +243,68 @@ def linear_release(
     return Release(value, guarantee, "PrivEMDLinear (Algorithm 1)", params, err, extras)
 
 
+def duchi_l2_radius(radius: float, epsilon: float, dim: int) -> float:
+    """``B = r (e^eps + 1)/(e^eps - 1) sqrt(pi) Gamma((d + 1)/2) / Gamma(d/2)``: the sphere the privatizer's
+    outputs lie on, so that they are unbiased (``E[u | <u, w> > 0] = w Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2))``
+    for ``u`` uniform on the unit sphere and a unit ``w``)."""
+    d = int(dim)
+    log_c = math.lgamma((d + 1) / 2) - math.lgamma(d / 2) + 0.5 * math.log(math.pi)
+    return float(radius) * (math.exp(epsilon) + 1) / math.expm1(epsilon) * math.exp(log_c)
+
+
+def _fair_geometric_parity(epsilon: float, src) -> bool:
+    """Exact ``Bernoulli(1 / (1 + e^-eps)) = Bernoulli(e^eps / (1 + e^eps))``: the number ``G`` of successes of
+    exact ``Bernoulli(e^-eps)`` draws before the first failure is even with probability
+    ``sum_k q^(2k) (1 - q) = 1 / (1 + q)``, ``q = e^-eps``."""
+    from fractions import Fraction
+
+    from ..noise import bernoulli_exp
+
+    g, gamma = 0, Fraction(float(epsilon))
+    while bernoulli_exp(gamma, src):
+        g += 1
+    return g % 2 == 0
+
+
+def duchi_l2_privatizer(values: np.ndarray, radius: float, epsilon: float, rng: RngLike = None) -> np.ndarray:
+    """Duchi, Jordan & Wainwright (2013), the l2 privatizer of Proposition 3 (Imola et al.'s Lemma 6.1): each row
+    ``v`` (``||v||_2 <= r``, ``d >= 2``) is reported as a point of the sphere of radius ``B``
+    (:func:`duchi_l2_radius`), an unbiased ``epsilon``-LDP estimate of ``v``:
+
+    1. ``w = v / ||v||`` with probability ``1/2 + ||v|| / (2 r)``, else ``-v / ||v||`` (``E[r w] = v``);
+    2. ``T ~ Bernoulli(e^eps / (1 + e^eps))``, exact (:func:`_fair_geometric_parity`);
+    3. ``u`` uniform on the unit sphere, with an exact fair sign, so that ``u`` and ``-u`` are equally likely;
+       the report is ``B u'`` with ``u'`` the one of ``u, -u`` on ``w``'s side (``<u', w> > 0``) if ``T``, else
+       the other.
+
+    Privacy: the report's law given ``w`` puts mass ``p`` or ``1 - p`` (``p = e^eps / (1 + e^eps)``) on each
+    pair ``{B u, -B u}`` split by which side of ``w`` it lies, so for any two inputs the ratio of the
+    probabilities of any report is at most ``p / (1 - p) = e^eps``, whatever steps 1 and 3 do, as long as the
+    direction's law is symmetric (the exact fair sign makes it so); a direction orthogonal to ``w`` (``<u, w> =
+    0``, measure zero) is reported with probability 1/2 either way, within the same ratio. Step 1's probability
+    is a float (the uniform's 53 bits): it moves only the estimate's bias, never its privacy."""
+    src = resolve_rng(rng)
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2 or v.shape[1] < 2:
+        raise ParameterError("the l2 privatizer needs rows of dimension 2 or more")
+    eps = float(epsilon)
+    if not (math.isfinite(eps) and eps > 0) or not (math.isfinite(radius) and radius > 0):
+        raise ParameterError("epsilon and the radius must be positive and finite")
+    n, d = v.shape
+    B = duchi_l2_radius(radius, eps, d)
+    norms = np.linalg.norm(v, axis=1)
+    unit = np.where(norms[:, None] > 0, v / np.maximum(norms, 1e-300)[:, None], 0.0)
+    unit[norms == 0, 0] = 1.0  # any direction: the coin below is then fair
+    keep = src.uniform(n) < 0.5 + np.minimum(norms, radius) / (2 * radius)
+    w = np.where(keep[:, None], unit, -unit)
+    u = gaussian_noise(1.0, (n, d), src)
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    u *= np.where(src.bits(n) == 1, 1.0, -1.0)[:, None]  # an exact fair sign: u and -u equally likely
+    on_side = np.where(np.einsum("ij,ij->i", u, w) > 0, 1.0, -1.0)[:, None] * u  # u' on w's side (or -u)
+    t = np.array([_fair_geometric_parity(eps, src) for _ in range(n)])
+    return B * np.where(t[:, None], on_side, -on_side)
+
+
 def linear_baseline(
     ds: UserDataset,
     epsilon: float,
@@ -247,8 +313,12 @@ def linear_baseline(
     f_bound: float | None = None,
     model: Model | str = Model.LOCAL,
     rng: RngLike = None,
+    mechanism: str = "knorm",
 ) -> Release:
-    """User-level ``(epsilon, 0)``-DP baselines for linear queries, l2 K-norm noise on the range of ``f``.
+    """User-level ``(epsilon, 0)``-DP baselines for linear queries, l2 K-norm noise on the range of ``f``, or
+    (``mechanism="duchi"``, local only) the l2 privatizer of Duchi et al. behind Lemma 6.1
+    (:func:`duchi_l2_privatizer`). A query value beyond ``f_bound`` is projected onto the ball of that radius
+    (a refusal would depend on the data).
 
     ``f_bound`` is a public bound on ``max_x ||f(x)||_2``, so any two users' query values differ by at most
     ``2 f_bound`` in l2. Local (Lemma 6.1's setting): each user adds l2 K-norm noise with sensitivity
@@ -263,13 +333,30 @@ def linear_baseline(
     eps = float(epsilon)
     if not (math.isfinite(eps) and eps > 0):
         raise ParameterError("epsilon must be positive and finite")
-    vals = _query_values(ds, f_values, f_points)
     if f_bound is None:
         raise ParameterError("the baseline needs a public bound f_bound on ||f(x)||_2")
-    if np.any(np.linalg.norm(vals, axis=1) > f_bound * (1 + 1e-12)):
-        raise DataError("some ||f(x)||_2 exceed the declared public bound f_bound")
+    if mechanism not in ("knorm", "duchi"):
+        raise ParameterError(f"mechanism must be knorm or duchi, got {mechanism!r}")
+    if mechanism == "duchi" and mdl is not Model.LOCAL:
+        raise ParameterError("the Duchi et al. privatizer is a local mechanism: use model='local' with it")
+    vals = _query_values(ds, f_values, f_points)
+    # a value beyond the public bound is projected onto its ball (a refusal would depend on the data)
+    norms = np.linalg.norm(vals, axis=1, keepdims=True)
+    vals = vals * np.minimum(1.0, float(f_bound) / np.maximum(norms, 1e-300))
     per_user = user_means(ds.offsets, vals)
     n, d = per_user.shape
+    if mechanism == "duchi":  # Lemma 6.1: Duchi et al.'s l2 privatizer, each user's mean in the f_bound ball
+        noisy = duchi_l2_privatizer(per_user, float(f_bound), eps, rng)
+        B = duchi_l2_radius(float(f_bound), eps, d)
+        expected = B / math.sqrt(n)  # the norm of the mean of n independent reports of norm B, at most
+        return Release(
+            noisy.mean(axis=0),
+            PureDP(eps, neighbours=Neighbours.ANY_TWO_INPUTS),
+            "user-level l2 privatizer of Duchi et al. (local)",
+            {"epsilon": eps, "f_bound": f_bound, "model": mdl.value, "n": n, "dim": d, "radius": B},
+            ErrorStatement(f"expected l2 error at most {expected:.4g}", bound=expected),
+            {"per_user": noisy},
+        )
     if mdl is Model.CENTRAL:
         ds.require_equal_sizes()
         sens = 2 * f_bound / n
