@@ -378,9 +378,11 @@ def union_histogram(offsets: np.ndarray, items: np.ndarray, n_items: int, noise:
     w = np.zeros(deg.size, dtype=np.int64)
     w[held] = person_weights(deg[held], noise, unit)
     per_item = np.repeat(w, deg)
-    if per_item.size and int(per_item.max()) * max(1, deg.size) >= 1 << 53:  # pragma: no cover - 2^33 persons
-        raise ParameterError("too many persons for an exact weight histogram")
-    return np.bincount(np.asarray(items, dtype=np.int64), weights=per_item, minlength=int(n_items)).astype(np.int64)
+    # summed exactly in int64 (a float bincount is exact only below 2^53, and a refusal there would depend on
+    # the data: how many persons hold an item)
+    hist = np.zeros(int(n_items), dtype=np.int64)
+    np.add.at(hist, np.asarray(items, dtype=np.int64), per_item)
+    return hist
 
 
 def _check_codes(items: np.ndarray, n_items: int) -> None:
