@@ -54,7 +54,7 @@ BY_PATH = {c.path: c for c in COMMANDS}
 EXPLORE = int(os.environ.get("USERDP_FUZZ_EXAMPLES", "0"))
 TIMEOUT = float(os.environ.get("USERDP_FUZZ_TIMEOUT", "0"))
 CI_EXAMPLES = 250  # the default tier: ~15 s on one core
-SLOW_EXAMPLES = 1500  # the slow tier (pytest -m slow), other examples: ~90 s
+SLOW_EXAMPLES = 1000  # the slow tier (pytest -m slow), other examples: ~60 s
 
 # --------------------------------------------------------------------------------------------
 # What one example runs

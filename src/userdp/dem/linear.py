@@ -243,27 +243,24 @@ def linear_release(
     return Release(value, guarantee, "PrivEMDLinear (Algorithm 1)", params, err, extras)
 
 
+def _side_numerator(epsilon: float) -> int:
+    """``M`` with ``M / 2^53 <= e^eps / (1 + e^eps)``, within 5 units of ``2^-53`` below it: the side coin's
+    probability ``p = M / 2^53`` is a dyadic drawn exactly from 53 uniform bits, and its privacy ratio
+    ``p / (1 - p)`` is at most ``e^eps`` (a float ``1 / (1 + e^-eps)`` is within a few units of the true
+    value, so 4 units below it are below the true value)."""
+    p = 1.0 / (1.0 + math.exp(-float(epsilon)))
+    return max(0, math.floor(p * 2.0**53) - 4)
+
+
 def duchi_l2_radius(radius: float, epsilon: float, dim: int) -> float:
-    """``B = r (e^eps + 1)/(e^eps - 1) sqrt(pi) Gamma((d + 1)/2) / Gamma(d/2)``: the sphere the privatizer's
-    outputs lie on, so that they are unbiased (``E[u | <u, w> > 0] = w Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2))``
-    for ``u`` uniform on the unit sphere and a unit ``w``)."""
+    """``B = r / ((2 p - 1) c_d)`` with ``c_d = Gamma(d/2) / (sqrt(pi) Gamma((d + 1)/2))`` and ``p`` the side
+    coin's probability (:func:`_side_numerator`; ``2 p - 1 = (e^eps - 1)/(e^eps + 1)`` up to ``2^-50``): the
+    sphere the privatizer's outputs lie on, so that they are unbiased (``E[u | <u, w> > 0] = c_d w`` for
+    ``u`` uniform on the unit sphere and a unit ``w``)."""
     d = int(dim)
     log_c = math.lgamma((d + 1) / 2) - math.lgamma(d / 2) + 0.5 * math.log(math.pi)
-    return float(radius) * (math.exp(epsilon) + 1) / math.expm1(epsilon) * math.exp(log_c)
-
-
-def _fair_geometric_parity(epsilon: float, src) -> bool:
-    """Exact ``Bernoulli(1 / (1 + e^-eps)) = Bernoulli(e^eps / (1 + e^eps))``: the number ``G`` of successes of
-    exact ``Bernoulli(e^-eps)`` draws before the first failure is even with probability
-    ``sum_k q^(2k) (1 - q) = 1 / (1 + q)``, ``q = e^-eps``."""
-    from fractions import Fraction
-
-    from ..noise import bernoulli_exp
-
-    g, gamma = 0, Fraction(float(epsilon))
-    while bernoulli_exp(gamma, src):
-        g += 1
-    return g % 2 == 0
+    two_p_minus_1 = 2 * _side_numerator(epsilon) / 2.0**53 - 1
+    return float(radius) / two_p_minus_1 * math.exp(log_c)
 
 
 def duchi_l2_privatizer(values: np.ndarray, radius: float, epsilon: float, rng: RngLike = None) -> np.ndarray:
@@ -272,14 +269,15 @@ def duchi_l2_privatizer(values: np.ndarray, radius: float, epsilon: float, rng: 
     (:func:`duchi_l2_radius`), an unbiased ``epsilon``-LDP estimate of ``v``:
 
     1. ``w = v / ||v||`` with probability ``1/2 + ||v|| / (2 r)``, else ``-v / ||v||`` (``E[r w] = v``);
-    2. ``T ~ Bernoulli(e^eps / (1 + e^eps))``, exact (:func:`_fair_geometric_parity`);
+    2. ``T ~ Bernoulli(p)``, ``p = M / 2^53 <= e^eps / (1 + e^eps)`` (:func:`_side_numerator`), exact from 53
+       uniform bits;
     3. ``u`` uniform on the unit sphere, with an exact fair sign, so that ``u`` and ``-u`` are equally likely;
        the report is ``B u'`` with ``u'`` the one of ``u, -u`` on ``w``'s side (``<u', w> > 0``) if ``T``, else
        the other.
 
     Privacy: the report's law given ``w`` puts mass ``p`` or ``1 - p`` (``p = e^eps / (1 + e^eps)``) on each
     pair ``{B u, -B u}`` split by which side of ``w`` it lies, so for any two inputs the ratio of the
-    probabilities of any report is at most ``p / (1 - p) = e^eps``, whatever steps 1 and 3 do, as long as the
+    probabilities of any report is at most ``p / (1 - p) <= e^eps``, whatever steps 1 and 3 do, as long as the
     direction's law is symmetric (the exact fair sign makes it so); a direction orthogonal to ``w`` (``<u, w> =
     0``, measure zero) is reported with probability 1/2 either way, within the same ratio. Step 1's probability
     is a float (the uniform's 53 bits): it moves only the estimate's bias, never its privacy."""
@@ -301,7 +299,7 @@ def duchi_l2_privatizer(values: np.ndarray, radius: float, epsilon: float, rng: 
     u /= np.linalg.norm(u, axis=1, keepdims=True)
     u *= np.where(src.bits(n) == 1, 1.0, -1.0)[:, None]  # an exact fair sign: u and -u equally likely
     on_side = np.where(np.einsum("ij,ij->i", u, w) > 0, 1.0, -1.0)[:, None] * u  # u' on w's side (or -u)
-    t = np.array([_fair_geometric_parity(eps, src) for _ in range(n)])
+    t = src.integers(1 << 53, size=n) < _side_numerator(eps)
     return B * np.where(t[:, None], on_side, -on_side)
 
 
