@@ -338,6 +338,19 @@ def _selection_log_probs(scores: np.ndarray, epsilon: float, selection: str) -> 
     raise ValueError(f"unknown selection {selection!r}")
 
 
+def _worst_removal(datasets, law_of, epsilon: float) -> tuple[float, tuple | None]:
+    """The largest hockey-stick divergence at ``epsilon`` (both directions) between ``law_of(D)`` and the law
+    with one person removed, over every dataset ``D`` and person ``u``: ``(delta, (D, u))``."""
+    worst, where = 0.0, None
+    for D in datasets:
+        law = law_of(D)
+        for u in range(len(D)):
+            d = _hockey_stick_laws(law, law_of(D[:u] + D[u + 1 :]), float(epsilon))
+            if d > worst:
+                worst, where = d, (D, u)
+    return worst, where
+
+
 def _dlap_tail(t: int, x: int) -> float:
     """``P[DLap(t) > x]`` for an integer ``x``."""
     den = 1.0 + math.exp(-1.0 / t)  # exp of the exponent directly: r**x loses ~t * 1e-16 relative accuracy
@@ -516,13 +529,7 @@ def audit_set_union(
     )
     name = name or f"{'policy' if cal.policy else 'weighted'} set union"
     n_items = 1 + max((i for D in datasets for p in D for i in p), default=0)
-    worst, where = 0.0, None
-    for D in datasets:
-        law = set_union_law(D, cal, n_items)
-        for u in range(len(D)):
-            d = _hockey_stick_laws(law, set_union_law(D[:u] + D[u + 1 :], cal, n_items), float(epsilon))
-            if d > worst:
-                worst, where = d, (D, u)
+    worst, where = _worst_removal(datasets, lambda D: set_union_law(D, cal, n_items), epsilon)
     # the threshold's share on its own: one person's k new items (k <= max_items), exactly
     new = 0.0
     for k in range(1, cal.max_items + 1):
@@ -581,13 +588,7 @@ def audit_sips(
     cal = calibration or calibrate_sips(epsilon, delta, max_items, rounds, ratio, unit=unit)
     name = name or f"DP-SIPS, {len(cal.rounds)} rounds"
     n_items = 1 + max((i for D in datasets for p in D for i in p), default=0)
-    worst, where = 0.0, None
-    for D in datasets:
-        law = sips_law(D, cal, n_items)
-        for u in range(len(D)):
-            d = _hockey_stick_laws(law, sips_law(D[:u] + D[u + 1 :], cal, n_items), float(epsilon))
-            if d > worst:
-                worst, where = d, (D, u)
+    worst, where = _worst_removal(datasets, lambda D: sips_law(D, cal, n_items), epsilon)
     new = 0.0
     for k in range(1, cal.max_items + 1):
         new = max(new, 1.0 - sips_law([list(range(k))], cal, k).get(frozenset(), 0.0))
