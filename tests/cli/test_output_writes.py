@@ -38,6 +38,10 @@ def _heatmap(d, out):
                             "--out", str(out))  # fmt: skip
 
 
+def _full_disk(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
 def _entries(ledger) -> int:
     return len(json.loads(ledger.read_text())["entries"])
 
@@ -65,10 +69,7 @@ def test_a_csv_that_fails_after_the_release_is_charged(files, capsys, monkeypatc
 
     d, ledger = files
 
-    def full(*a, **k):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(csv, "writer", full)
+    monkeypatch.setattr(csv, "writer", _full_disk)
     assert main([*_vocabulary(d, d / "words.csv"), "--ledger", str(ledger)]) == 2
     assert "the release was charged to the ledger but" in capsys.readouterr().err
     assert _entries(ledger) == 1
@@ -80,10 +81,7 @@ def test_a_map_that_fails_after_the_release_is_charged(files, capsys, monkeypatc
 
     d, ledger = files
 
-    def full(*a, **k):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(maps, "render_maps", full)
+    monkeypatch.setattr(maps, "render_maps", _full_disk)
     assert main([*_heatmap(d, d / "map.png"), "--ledger", str(ledger)]) == 2
     assert "the release was charged to the ledger but" in capsys.readouterr().err
     assert _entries(ledger) == 1
