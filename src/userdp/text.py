@@ -207,10 +207,7 @@ def _scan(data, offs, table_ok, lower, word, other_data, other_offs, other_count
     v_hash = np.empty(1 << 15, np.uint64)
     v_off = np.zeros((1 << 15) + 1, np.int64)
     vocab = np.empty(max(1 << 20, 3 * longest), np.uint8)
-    r = 0
-    t = 0
-    k = 0
-    nv = 0
+    r = t = k = nv = np.int64(0)  # typed: literal zeros would compile _scan_rows a second time
     while True:
         r, t, k, nv = _scan_rows(r, t, k, nv, data, offs, table_ok, lower, word, other_data, other_offs,
                                  other_counts, codes, counts, slots, v_hash, v_off, vocab, wbuf)  # fmt: skip

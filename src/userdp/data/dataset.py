@@ -106,7 +106,7 @@ def _dedupe_runs(offsets, items, domain_size):
     seen = np.full(domain_size, -1, np.int64)
     out = np.empty(items.size, np.int64)
     counts = np.zeros(n, np.int64)
-    pos = 0
+    pos = np.int64(0)  # typed: a literal 0 would compile sort_range for literal arguments too
     for u in range(n):
         start = pos
         for p in range(offsets[u], offsets[u + 1]):

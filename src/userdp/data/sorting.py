@@ -118,7 +118,7 @@ def _heapsort(a, v, lo, hi):
         _sift(a, v, lo, start, n)
     for end in range(n - 1, 0, -1):
         _swap(a, v, lo, lo + end)
-        _sift(a, v, lo, 0, end)
+        _sift(a, v, lo, np.int64(0), end)
 
 
 @njit(cache=True, nogil=True)

@@ -379,7 +379,7 @@ def _dc_all(offsets, adj, n_elements, l_max, rise_off, rise_who):
             for j in range(rise_off[cap - 1], rise_off[cap]):
                 caps[rise_who[j]] += 1
         total += _greedy_fill(offsets, adj, owner, cnt, gp, caps, alive, n_alive)
-        n_roots = 0
+        n_roots = np.int64(0)  # typed: a literal 0 compiles _hk_phase twice
         for i in range(n_alive):
             u = alive[i]
             if cnt[u] < caps[u]:

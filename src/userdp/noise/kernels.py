@@ -169,7 +169,7 @@ def _dlap(words, st, t):
     while True:
         if st[1] != 0:
             return np.int64(0)
-        u, v = _geometric(words, st, t)
+        u, v = _geometric_call(words, st, t)
         x = u + t * v
         b = _next(words, st) & _U64(1)
         if st[1] != 0:
@@ -235,7 +235,9 @@ def _dgauss_sq(words, st, w):
 # compile (the discrete Gaussian's and the Bernoulli factories' loops copied over a dozen times), the largest
 # part of a first run's compile time; now about 17 s for all three. A sample costs about what it did (these
 # helpers do many draws per call). The calls decide with the same words as the inlined code: the outputs
-# are identical (issue 34).
+# are identical (issue 34). The discrete Laplace (and through it the discrete Gaussian of small variance) calls
+# ``_geometric_call`` the same way: its batch compiled in about 4.4 s inlined, 1.6 s so, at the same speed
+# (2e6 draws in 0.31-0.45 s either way, the same values).
 _geometric_call = njit(cache=True)(_geometric.py_func)
 _bern_exp_call = njit(cache=True)(_bern_exp.py_func)
 _dgauss_sq_call = njit(cache=True)(_dgauss_sq.py_func)
