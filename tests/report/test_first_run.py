@@ -58,3 +58,31 @@ def test_the_helper_is_spawned_not_forked(monkeypatch):
 def test_cache_probe_reads_numba_index():
     """The probe answers (a bool) on this numba: its private interface is still there."""
     assert isinstance(demo._numba_cache_cold(), bool)
+
+
+_LITERALS = r"""
+import gc, io
+from numba.core.registry import CPUDispatcher
+from rich.console import Console
+from userdp.report import demo
+demo.run_demo({out!r}, console=Console(file=io.StringIO()))
+bad = []
+for o in gc.get_objects():
+    if isinstance(o, CPUDispatcher) and o.py_func.__module__.startswith("userdp"):
+        for sig in o.signatures:
+            if any("Literal" in str(t) for t in sig):
+                bad.append(f"{{o.py_func.__module__}}.{{o.py_func.__qualname__}}{{sig}}")
+print("LITERAL:" + repr(sorted(bad)))
+"""
+
+
+@pytest.mark.slow
+def test_no_kernel_compiles_for_literal_arguments(tmp_path):
+    """A kernel called with a literal ``0`` (``pos = 0``, then ``sort_range(out, pos, ...)``) is compiled once for
+    the literal type and again for ``int64``: seconds of a first run each (issue 34). On a cold cache, no userdp
+    kernel the demo runs has a signature with a literal argument."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    code = _LITERALS.format(out=str(tmp_path / "out"))
+    run = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True,
+                         timeout=600)  # fmt: skip
+    assert "LITERAL:[]" in run.stdout, run.stdout[-2000:]
