@@ -569,8 +569,8 @@ def _steps(src: RandomSource, out: Path, ledger: list) -> list:
 
 
 def _numba_cache_cold() -> bool:
-    """Whether numba's on-disk cache lacks the kernels of the demo's later steps (a first run: about 40 s of
-    compiling on two cores). It reads numba's cache index of the distinct count's kernel, a private interface:
+    """Whether numba's on-disk cache lacks the kernels of the demo's later steps (a first run: about 30 s of
+    compiling in one process). It reads numba's cache index of the distinct count's kernel, a private interface:
     anything unexpected counts as cold."""
     try:
         from ..distinct.counting import _dc_all
