@@ -201,7 +201,7 @@ def test_private_vocabulary_counts_have_the_stated_noise(noise, max_items):
     assert abs(est / sd - 1) < 0.08 and abs(est / (1.3 * sd) - 1) > 0.15 and abs(est / (0.7 * sd) - 1) > 0.2
     assert rel.params["count_sd"] == pytest.approx(sd, rel=1e-3)  # and the release states it
     assert set(rel.params) == {
-        "epsilon", "delta", "max_items", "noise", "policy", "cutoff", "count_fraction", "epsilon_set",
+        "epsilon", "delta", "max_items", "noise", "policy", "greedy", "cutoff", "count_fraction", "epsilon_set",
         "delta_set", "epsilon_counts", "delta_counts", "threshold", "noise_sd", "count_sd", "max_items_chosen",
         "epsilon_bound",
     }  # fmt: skip
