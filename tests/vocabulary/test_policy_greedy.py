@@ -255,6 +255,27 @@ def test_the_release_orders_by_records_and_states_the_greedy(monkeypatch):
     assert rel.guarantee.epsilon == 4.0 and rel.guarantee.delta == 1e-3
 
 
+def test_the_greedy_release_bounds_each_person_before_the_histogram(monkeypatch):
+    """Each person reaches the greedy histogram with at most max_items distinct items (the new-item bound
+    counts on it), their local counts summed over repeats."""
+    import userdp.vocabulary.union as union
+
+    seen = {}
+    real = union.greedy_histogram
+
+    def spy(offsets, items, counts, *args, **kw):
+        seen["deg"], seen["counts"] = np.diff(offsets).tolist(), np.asarray(counts).tolist()
+        return real(offsets, items, counts, *args, **kw)
+
+    monkeypatch.setattr(union, "greedy_histogram", spy)
+    offsets = np.array([0, 6, 7])
+    items = np.array([0, 1, 2, 3, 3, 3, 0])  # person 0: four distinct items, item 3 three times
+    private_vocabulary(offsets, items, np.array(list("abcd")), 1.0, 1e-3, max_items=2, noise="laplace",
+                       greedy=True, rng=3)  # fmt: skip
+    assert seen["deg"] == [2, 1] and len(seen["counts"]) == 3 and seen["counts"][-1] == 1
+    assert set(seen["counts"][:2]) <= {1, 3}
+
+
 def test_greedy_refusals_before_the_data():
     from userdp import releases
 
