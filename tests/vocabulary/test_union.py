@@ -227,8 +227,8 @@ def test_userdp_audit_vocabulary_passes(capsys):
 
     assert main(["audit", "vocabulary"]) == 0
     out = capsys.readouterr().out
-    assert out.count("[PASS]") == 5 and "laplace" in out and "gaussian" in out and "policy" in out
-    assert "DP-SIPS" in out
+    assert out.count("[PASS]") == 6 and "laplace" in out and "gaussian" in out and "policy" in out
+    assert "DP-SIPS" in out and "policy greedy" in out
     assert "max_items chosen privately (auto)" in out
 
 
