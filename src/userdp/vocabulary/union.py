@@ -829,6 +829,8 @@ def private_vocabulary(
     """
     if greedy and policy:
         raise ParameterError("policy=True is the policy Laplace union; greedy=True the policy greedy union: not both")
+    if multiplicity is not None and np.asarray(multiplicity).shape != np.asarray(items).shape:
+        raise ParameterError("multiplicity needs one number per entry of items")
     plan = plan_vocabulary(epsilon, delta, max_items, noise, policy, count_fraction, cutoff_margin, greedy)
     src = resolve_rng(rng)
     labels = np.asarray(labels)
@@ -838,8 +840,6 @@ def private_vocabulary(
         choice = choose_max_items(persons_within(k), plan["epsilon_bound"], rng=src)
         plan = plan_vocabulary(epsilon, delta, choice, noise, policy, count_fraction, cutoff_margin, greedy)
     cal = plan["calibration"]
-    if multiplicity is not None and np.asarray(multiplicity).shape != np.asarray(items).shape:
-        raise ParameterError("multiplicity needs one number per entry of items")
     off, its, cnt = _bounded(offsets, items, cal, src, multiplicity)
     hist, held_any = _histogram(off, its, labels.size, cal, src, cnt)
     holders = np.bincount(its, minlength=labels.size)
