@@ -201,7 +201,7 @@ def test_private_vocabulary_counts_have_the_stated_noise(noise, max_items):
     assert abs(est / sd - 1) < 0.08 and abs(est / (1.3 * sd) - 1) > 0.15 and abs(est / (0.7 * sd) - 1) > 0.2
     assert rel.params["count_sd"] == pytest.approx(sd, rel=1e-3)  # and the release states it
     assert set(rel.params) == {
-        "epsilon", "delta", "max_items", "noise", "policy", "cutoff", "count_fraction", "epsilon_set",
+        "epsilon", "delta", "max_items", "noise", "policy", "greedy", "cutoff", "count_fraction", "epsilon_set",
         "delta_set", "epsilon_counts", "delta_counts", "threshold", "noise_sd", "count_sd", "max_items_chosen",
         "epsilon_bound",
     }  # fmt: skip
@@ -227,8 +227,8 @@ def test_userdp_audit_vocabulary_passes(capsys):
 
     assert main(["audit", "vocabulary"]) == 0
     out = capsys.readouterr().out
-    assert out.count("[PASS]") == 5 and "laplace" in out and "gaussian" in out and "policy" in out
-    assert "DP-SIPS" in out
+    assert out.count("[PASS]") == 6 and "laplace" in out and "gaussian" in out and "policy" in out
+    assert "DP-SIPS" in out and "policy greedy" in out
     assert "max_items chosen privately (auto)" in out
 
 

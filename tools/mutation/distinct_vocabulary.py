@@ -238,8 +238,8 @@ MUTANTS: list[Mutant] = [
         "vocabulary-policy-histogram-before-bounding",
         "contribution-bound",
         "vocabulary/union.py",
-        "hist, held_any = _histogram(off, its, labels.size, cal, src)",
-        "hist, held_any = _histogram(offsets, items, labels.size, cal, src)",
+        "hist, held_any = _histogram(off, its, labels.size, cal, src, cnt)",
+        "hist, held_any = _histogram(offsets, items, labels.size, cal, src, cnt)",
         (_RV + "test_the_policy_release_bounds_each_person_before_the_histogram_and_the_counts",),
         "the policy histogram visits every item of every person, not their max_items kept ones: the threshold "
         "bounds a new item's weight for at most max_items items",
@@ -520,8 +520,8 @@ MUTANTS: list[Mutant] = [
         "vocabulary-auto-memory-drops-the-choice",
         "budget-split",
         "vocabulary/union.py",
-        "plan = plan_vocabulary(epsilon, delta, choice, noise, policy, count_fraction, cutoff_margin)",
-        "plan = plan_vocabulary(epsilon, delta, choice.value, noise, policy, count_fraction, cutoff_margin)",
+        "plan = plan_vocabulary(epsilon, delta, choice, noise, policy, count_fraction, cutoff_margin, greedy)",
+        "plan = plan_vocabulary(epsilon, delta, choice.value, noise, policy, count_fraction, cutoff_margin, greedy)",
         (_RB + "test_the_default_chooses_the_bound_and_charges_its_share",),
         "the in-memory (and policy) release re-plans with the chosen bound as a plain number: the choice's "
         "share of epsilon is spent twice",
@@ -582,5 +582,105 @@ MUTANTS: list[Mutant] = [
         (_RB + "test_auto_plans_every_candidate",),
         "'auto' checks the calibrations for one item per person only: a bound the data choose later could be "
         "refused after the data were read",
+    ),
+]
+
+_RG = "tests/vocabulary/test_policy_greedy.py::"
+
+MUTANTS += [
+    # --- the policy greedy union (Carvalho, Wang & Gondara 2022) -----------------------------------------------
+    Mutant(
+        "greedy-raises-past-the-cutoff",
+        "sensitivity",
+        "vocabulary/greedy.py",
+        "step = gap if gap < left else left",
+        "step = left",
+        (_RG + "test_the_update_is_l1_non_expansive_on_small_lattices_exhaustively",),
+        "a person raises an item below the cutoff by the whole budget left, past the cutoff: one step more on an "
+        "item at the cutoff moves the update by up to 2 units, and the histogram's sensitivity is not 1 unit",
+    ),
+    Mutant(
+        "greedy-orders-by-the-histogram",
+        "sensitivity",
+        "vocabulary/greedy.py",
+        'rank = by_priority[np.argsort(-counts[lo:hi][by_priority], kind="mergesort")]',
+        'rank = by_priority[np.argsort(-hist[mine][by_priority], kind="mergesort")]',
+        (_RG + "test_the_update_is_l1_non_expansive_on_small_lattices_exhaustively",),
+        "the items nearest the cutoff are filled first (Gopi et al.'s greedy of the current histogram): the order "
+        "depends on the other persons, the update is not contractive, and adding one person moves the final "
+        "histogram by more than one unit",
+    ),
+    Mutant(
+        "greedy-spends-two-units",
+        "sensitivity",
+        "vocabulary/greedy.py",
+        "left = unit",
+        "left = 2 * unit",
+        (_RG + "test_the_update_fills_items_to_the_cutoff_most_held_first",
+         _RG + "test_exact_audit_of_the_greedy_output_law"),  # fmt: skip
+        "each person spends two units of weight while the noise is calibrated for one: epsilon doubles",
+    ),
+    Mutant(
+        "greedy-new-items-bounded-as-water-filling",
+        "threshold",
+        "vocabulary/union.py",
+        "    if greedy:\n        return greedy_delta_new(threshold, scale, max_items, unit)",
+        "    if False:\n        return greedy_delta_new(threshold, scale, max_items, unit)",
+        (_RG + "test_the_threshold_bounds_one_new_item_at_the_unit_and_the_others_at_zero",
+         _RG + "test_exact_audit_of_the_greedy_output_law"),  # fmt: skip
+        "the greedy threshold bounds a person's k new items by ceil(unit / k) each, as water-filling gives, but "
+        "greedy puts the whole unit on one of them: an item only one person holds is released with more than delta",
+        (2,),
+    ),
+    Mutant(
+        "greedy-new-items-at-zero-not-counted",
+        "threshold",
+        "vocabulary/union.py",
+        "return float(np.max(one + (ks - 1) * rest)) * (1 + _MARGIN)",
+        "return float(np.max(one + 0 * (ks - 1) * rest)) * (1 + _MARGIN)",
+        (_RG + "test_the_threshold_bounds_one_new_item_at_the_unit_and_the_others_at_zero",),
+        "the new items greedy leaves at weight 0 are not counted, though every kept item is a candidate: with "
+        "large max_items the release of a new item at 0 weight alone exceeds delta",
+    ),
+    Mutant(
+        "greedy-new-item-half-unit",
+        "threshold",
+        "vocabulary/union.py",
+        "one = np.exp(_log_tail_laplace(np.array([threshold - unit]), scale))[0]",
+        "one = np.exp(_log_tail_laplace(np.array([threshold - (unit + 1) // 2]), scale))[0]",
+        (_RG + "test_the_threshold_bounds_one_new_item_at_the_unit_and_the_others_at_zero",
+         _RG + "test_exact_audit_of_the_greedy_output_law"),  # fmt: skip
+        "the greedy threshold bounds the new item's weight by half a unit: the threshold is too low",
+    ),
+    Mutant(
+        "greedy-not-a-policy",
+        "threshold",
+        "vocabulary/union.py",
+        "policy = bool(policy or greedy)",
+        "policy = bool(policy)",
+        (_RG + "test_the_threshold_bounds_one_new_item_at_the_unit_and_the_others_at_zero",
+         _RG + "test_greedy_refusals_before_the_data"),  # fmt: skip
+        "the greedy calibration has no cutoff (persons stop at 0: nothing is released) and Gaussian noise is "
+        "not refused, though the contraction's guarantee is an l1 one",
+    ),
+    Mutant(
+        "greedy-histogram-before-bounding",
+        "contribution-bound",
+        "vocabulary/union.py",
+        "        off, its = bound_contributions(off_d, its_d, cal.max_items, rng)\n",
+        "        off, its = off_d, its_d\n",
+        (_RG + "test_the_greedy_release_bounds_each_person_before_the_histogram",),
+        "the greedy histogram sees every item of every person, not their max_items kept ones: a person's new "
+        "items outnumber the k <= max_items the threshold was calibrated for",
+    ),
+    Mutant(
+        "greedy-release-plans-as-weighted",
+        "refusal",
+        "releases/vocabulary.py",
+        'count_fraction, greedy=algo == "policy-greedy"',
+        "count_fraction",
+        (_RG + "test_greedy_refusals_before_the_data",),
+        "the release checks the greedy union's parameters only after reading the data (Gaussian noise is "
+        "refused later, from inside the selection)",
     ),
 ]

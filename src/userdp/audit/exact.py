@@ -458,15 +458,23 @@ def set_union_law(persons: list[list[int]], calibration, n_items: int) -> dict:
     person holding more than ``max_items``), the implementation's integer histogram
     (:func:`~userdp.vocabulary.union_histogram`, or for a policy calibration
     :func:`~userdp.vocabulary.policy.policy_histogram_in_order` over every order of the persons and every
-    priority of the items, each equally likely) and threshold test ``H + Z >= T``, items independent given
-    the histogram."""
+    priority of the items, each equally likely; for a greedy calibration
+    :func:`~userdp.vocabulary.greedy.greedy_histogram_in_order`, the same way, with each person's local count
+    of an item the number of times the person lists it) and threshold test ``H + Z >= T``, items independent
+    given the histogram."""
+    from collections import Counter
     from itertools import combinations, permutations, product
 
     from ..vocabulary import union_histogram
+    from ..vocabulary.greedy import greedy_histogram_in_order
     from ..vocabulary.policy import policy_histogram_in_order
 
     cal = calibration
+    greedy = bool(getattr(cal, "greedy", False))
     tail = _tail_law(cal.noise, cal.scale)
+    local = [Counter(p) for p in persons]
+    if greedy:
+        persons = [sorted(c) for c in local]
     options = [list(combinations(sorted(p), min(len(p), cal.max_items))) for p in persons]
     hists: dict = {}  # (histogram, candidates) -> probability
     for pick in product(*options):
@@ -482,9 +490,13 @@ def set_union_law(persons: list[list[int]], calibration, n_items: int) -> dict:
         orders = list(permutations(range(len(pick))))
         priorities = list(permutations(range(n_items)))
         share = weight / (len(orders) * len(priorities))
+        counts = np.array([local[u][i] for u, c in enumerate(pick) for i in c], dtype=np.int64)
         for order in orders:
             for prio in priorities:
-                hist = policy_histogram_in_order(offsets, items, n_items, cal.cutoff, cal.unit, order, prio)
+                if greedy:
+                    hist = greedy_histogram_in_order(offsets, items, counts, n_items, cal.cutoff, cal.unit, order, prio)
+                else:
+                    hist = policy_histogram_in_order(offsets, items, n_items, cal.cutoff, cal.unit, order, prio)
                 key = (tuple(int(h) for h in hist), held)
                 hists[key] = hists.get(key, 0.0) + share
     law: dict = {}
@@ -512,6 +524,7 @@ def audit_set_union(
     name: str | None = None,
     policy: bool = False,
     cutoff_margin: float = 3.0,
+    greedy: bool = False,
 ) -> AuditResult:
     """Exact audit of the weighted set union over add/remove-one-person neighbours.
 
@@ -521,13 +534,15 @@ def audit_set_union(
     library's (:func:`userdp.vocabulary.calibrate_union`) on a coarse lattice of ``unit`` steps per person,
     so that the discrete Gaussian's law can be summed; pass ``calibration`` to audit another one (a broken
     variant). ``policy=True`` audits the policy Laplace union (every order of the persons and priority of
-    the items; ``cutoff_margin`` its cutoff)."""
+    the items; ``cutoff_margin`` its cutoff); ``greedy=True`` the policy greedy union the same way (a person
+    listing an item ``c`` times holds ``c`` records of it: its local count)."""
     from ..vocabulary import calibrate_union
 
     cal = calibration or calibrate_union(
-        epsilon, delta, max_items, noise, unit=unit, policy=policy, cutoff_margin=cutoff_margin
+        epsilon, delta, max_items, noise, unit=unit, policy=policy, cutoff_margin=cutoff_margin, greedy=greedy
     )
-    name = name or f"{'policy' if cal.policy else 'weighted'} set union"
+    kind = "policy greedy" if getattr(cal, "greedy", False) else "policy" if cal.policy else "weighted"
+    name = name or f"{kind} set union"
     n_items = 1 + max((i for D in datasets for p in D for i in p), default=0)
     worst, where = _worst_removal(datasets, lambda D: set_union_law(D, cal, n_items), epsilon)
     # the threshold's share on its own: one person's k new items (k <= max_items), exactly

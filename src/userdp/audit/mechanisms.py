@@ -141,7 +141,8 @@ def audit_set_union_releases() -> list[AuditResult]:
     """Exact audits of the set unions of :mod:`userdp.vocabulary` on tiny datasets (at most 2 items kept per
     person): the weighted union with Laplace and with Gaussian noise at epsilon 1 and delta 0.01, and the
     policy Laplace union at epsilon 4 and delta 0.01 with its cutoff at the threshold (every order of the
-    persons and priority of the items; persons fill items up to the threshold), DP-SIPS in 2 rounds at
+    persons and priority of the items; persons fill items up to the threshold), the policy greedy union at
+    epsilon 1 and delta 0.01 (Carvalho, Wang & Gondara 2022; local counts from repeated items), DP-SIPS in 2 rounds at
     epsilon 1 and delta 0.01 (:func:`~userdp.audit.audit_sips`), and the private choice of ``max_items``
     (``max_items="auto"``) at epsilon 0.5 (:func:`~userdp.audit.audit_max_items_choice`).
 
@@ -161,6 +162,11 @@ def audit_set_union_releases() -> list[AuditResult]:
     results.append(  # every order of the persons and priority of the items; persons fill items at T
         audit_set_union(policy_tiny, 4.0, 1e-2, 2, "laplace", policy=True, cutoff_margin=0.0,
                         name="policy laplace set union, epsilon 4, delta 0.01 (cutoff at the threshold)")
+    )  # fmt: skip
+    greedy_tiny = [*policy_tiny, [[0, 0, 1], [1, 2, 2]], [[0, 1, 2], [0], [2, 2, 1]]]  # repeats: local counts
+    results.append(  # every order of the persons and priority of the items; persons fill items most held first
+        audit_set_union(greedy_tiny, 1.0, 1e-2, 2, "laplace", greedy=True,
+                        name="policy greedy laplace set union, epsilon 1, delta 0.01")
     )  # fmt: skip
     results.append(  # DP-SIPS: every round's kept subsets, the released items removed before the next round
         audit_sips(tiny, 1.0, 1e-2, 2, rounds=2, ratio=4.0, name="DP-SIPS, 2 rounds, epsilon 1, delta 0.01")

@@ -87,7 +87,10 @@ def cmd_vocabulary(args: argparse.Namespace) -> int:
         **({"written": str(out)} if out is not None else {}),
     }
     warn_seed(args, result)
-    what = "DP-SIPS, Swanberg et al. 2023" if how == "sips" else f"{how} set union, Gopi et al. 2020"
+    what = {
+        "sips": "DP-SIPS, Swanberg et al. 2023",
+        "policy-greedy": "policy greedy set union, Carvalho, Wang & Gondara 2022",
+    }.get(how, f"{how} set union, Gopi et al. 2020")
     report(args, f"person-level DP vocabulary ({what})", result)
     return 0
 
@@ -137,11 +140,12 @@ def add_parser(sub) -> None:
     )
     vo.add_argument(
         "--algorithm",
-        choices=["weighted", "policy", "sips"],
+        choices=["weighted", "policy", "policy-greedy", "sips"],
         default=None,
-        help="the selection: weighted (default) set union; policy (as --policy); sips: DP-SIPS, rounds of the "
-        "weighted Gaussian union, each on the items not released yet, every round with the --max-items bound "
-        "(chosen once, before the rounds, under auto; Gaussian noise only)",
+        help="the selection: weighted (default) set union; policy (as --policy); policy-greedy: each person fills "
+        "their items up to the cutoff, most records first (Carvalho, Wang & Gondara 2022; --noise laplace); "
+        "sips: DP-SIPS, rounds of the weighted Gaussian union, each on the items not released yet, every round "
+        "with the --max-items bound (chosen once, before the rounds, under auto; Gaussian noise only)",
     )
     vo.add_argument("--rounds", type=number(int, 1, 10), default=None, help="DP-SIPS: the number of rounds (default 3)")
     vo.add_argument(

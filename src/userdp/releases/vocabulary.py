@@ -5,7 +5,9 @@ For the weighted union the engine bounds each person's items (a uniformly random
 ``max_items``, drawn from the person's keyed stream, :func:`userdp.noise.keyed_keep`, so that every engine
 keeps the same items) and sums the weights per item where the data are: on Spark, on the executors, and one
 row per item reaches the driver. The policy histogram visits the persons one after another, so its engine
-collects the deduplicated person-item edges on the driver, and so does DP-SIPS (``algorithm="sips"``,
+collects the deduplicated person-item edges on the driver (the policy greedy union, ``algorithm=
+"policy-greedy"``, collects them with each person's number of records of each item, its local counts:
+:meth:`~userdp.engines.Engine.key_records`, aggregated where the data are), and so does DP-SIPS (``algorithm="sips"``,
 :mod:`userdp.vocabulary.sips`), whose rounds each remove the items released so far from every person's set
 before bounding and weighting (on the driver, from the release's own randomness, so that every engine
 releases the same items for the same seed). The threshold, the noise and the counts' noise
@@ -75,7 +77,8 @@ def vocabulary(
         budget; or a whole number. As in :func:`userdp.vocabulary.private_vocabulary`.
     noise, policy, count_fraction, algorithm, rounds, ratio:
         As in :func:`userdp.vocabulary.private_vocabulary` (``algorithm``: ``"weighted"``, the default,
-        ``"policy"`` or ``"sips"``; ``rounds`` and ``ratio``: :func:`userdp.vocabulary.sips_vocabulary`).
+        ``"policy"``, ``"policy-greedy"`` (Laplace noise; :func:`userdp.vocabulary.policy_greedy_union`) or
+        ``"sips"``; ``rounds`` and ``ratio``: :func:`userdp.vocabulary.sips_vocabulary`).
     engine, rng:
         As in :func:`userdp.releases.heatmap`.
     """
@@ -84,7 +87,9 @@ def vocabulary(
         sched = {k: v for k, v in (("rounds", rounds), ("ratio", ratio)) if v is not None}
         plan_sips_vocabulary(epsilon, delta, max_items, noise, count_fraction, **sched)
     else:
-        plan_vocabulary(epsilon, delta, max_items, noise, algo == "policy", count_fraction)
+        plan_vocabulary(
+            epsilon, delta, max_items, noise, algo == "policy", count_fraction, greedy=algo == "policy-greedy"
+        )
     warn_large_delta(delta)  # checked by plan_vocabulary
     eng = get_engine(engine, source)
     src = resolve_rng(rng)
@@ -101,6 +106,12 @@ def vocabulary(
         return private_vocabulary_from_sums(
             labels, sums, epsilon, delta, max_items=max_items, noise=noise, count_fraction=count_fraction, rng=src
         )
+    if algo == "policy-greedy":  # each person's items with their records (the local counts), on the driver
+        sets, mult = eng.key_records(data)
+        return private_vocabulary(
+            sets.offsets, sets.items, sets.domain.labels, epsilon, delta, max_items=max_items, noise=noise,
+            count_fraction=count_fraction, greedy=True, multiplicity=mult, rng=src,
+        )  # fmt: skip
     sets = eng.edges(data)  # the policy visits persons one after another, DP-SIPS runs rounds: on the driver
     if algo == "sips":
         return sips_vocabulary(

@@ -13,6 +13,7 @@ from .counts import (
     plan_key_counts,
     private_key_counts,
 )
+from .greedy import greedy_histogram
 from .policy import policy_histogram
 from .sips import (
     SIPS_RATIO,
@@ -39,12 +40,14 @@ from .union import (
     choose_max_items,
     choose_max_items_with,
     distinct_per_person,
+    greedy_delta_new,
     max_items_grid_part,
     max_items_scores,
     new_item_weight,
     person_weights,
     persons_within,
     plan_vocabulary,
+    policy_greedy_union,
     policy_laplace_union,
     private_vocabulary,
     private_vocabulary_from_sums,
@@ -91,6 +94,9 @@ __all__ = [
     "plan_sips_vocabulary",
     "plan_vocabulary",
     "policy_histogram",
+    "greedy_delta_new",
+    "greedy_histogram",
+    "policy_greedy_union",
     "policy_laplace_union",
     "private_vocabulary",
     "private_vocabulary_from_sums",

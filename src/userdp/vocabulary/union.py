@@ -10,6 +10,10 @@ Privacy on Beam and PipelineDP build on:
   noise; ``(epsilon, delta)``-DP;
 * ``weighted_gaussian_union``: weight ``1/sqrt(k)`` (l2 norm at most 1), discrete Gaussian noise.
 
+and two *policies*, whose persons visit the histogram one after another and stop at a cutoff: the policy
+Laplace union (:func:`policy_laplace_union`, :mod:`userdp.vocabulary.policy`) and the policy greedy union of
+Carvalho, Wang & Gondara (AAAI 2022; :func:`policy_greedy_union`, :mod:`userdp.vocabulary.greedy`).
+
 **Exact and floating-point safe.** Weights live on the integer lattice ``Z / U`` with ``U = 2^20`` units per
 person: ``floor(U / k)`` and ``floor(U / sqrt(k)) = isqrt(U^2 // k)``, so a person's vector has l1 (or l2)
 norm at most ``U`` exactly, the histogram is integer, the noise is an exact integer sample
@@ -72,6 +76,7 @@ from ..noise import (
 from ..privacy.guarantees import ApproxDP, Neighbours, PureDP
 from ..privacy.params import check_delta
 from ..privacy.result import ErrorStatement, Release
+from .greedy import greedy_histogram, kept_counts, local_counts
 from .policy import policy_histogram
 
 __all__ = [
@@ -90,9 +95,11 @@ __all__ = [
     "bound_contributions",
     "calibrate_union",
     "distinct_per_person",
+    "greedy_delta_new",
     "new_item_weight",
     "person_weights",
     "plan_vocabulary",
+    "policy_greedy_union",
     "policy_laplace_union",
     "private_vocabulary",
     "private_vocabulary_from_sums",
@@ -107,7 +114,7 @@ UNIT = 1 << UNIT_BITS  # one person's unit of weight, in lattice steps
 _MARGIN = 1e-9
 _TRUNCATION = 1.0 / (1.0 - 2.0 * math.exp(-480.0))
 NOISES = ("laplace", "gaussian")
-ALGORITHMS = ("weighted", "policy", "sips")
+ALGORITHMS = ("weighted", "policy", "policy-greedy", "sips")
 
 
 @dataclass(frozen=True)
@@ -128,6 +135,9 @@ class UnionCalibration:
     policy, cutoff:
         ``True`` for the policy Laplace histogram (:mod:`userdp.vocabulary.policy`), whose persons raise
         items only up to ``cutoff`` (``Gamma``, in lattice steps); ``cutoff`` is 0 for a weighted union.
+    greedy:
+        ``True`` (with ``policy``) for the policy greedy histogram (:mod:`userdp.vocabulary.greedy`), whose
+        threshold bounds a person's new items by one at ``unit`` and the others at 0.
     """
 
     noise: str
@@ -141,6 +151,7 @@ class UnionCalibration:
     delta_new: float
     policy: bool = False
     cutoff: int = 0
+    greedy: bool = False
 
     @property
     def threshold_in_persons(self) -> float:
@@ -192,8 +203,25 @@ def new_item_weight(k: np.ndarray, noise: str, unit: int = UNIT, policy: bool = 
     return person_weights(k, noise, unit)
 
 
-def _delta_new(threshold: int, noise: str, scale: int, max_items: int, unit: int, policy: bool = False) -> float:
-    """``max_k k P[Z >= T - a_k]`` over ``k = 1 .. max_items`` (with the relative margin)."""
+def greedy_delta_new(threshold: int, scale: int, max_items: int, unit: int) -> float:
+    """The policy greedy union's bound on releasing any of one person's ``k <= max_items`` new items,
+    ``max_k P[Z >= T - unit] + (k - 1) P[Z >= T]`` (discrete Laplace of scale ``t``; with the relative margin):
+    greedy may give one new item the whole unit and leaves the others at 0 (candidates still), and the sum of
+    the convex tails over weights summing to at most ``unit`` is largest there (:mod:`userdp.vocabulary.greedy`).
+    """
+    ks = np.arange(1, max_items + 1, dtype=np.float64)
+    one = np.exp(_log_tail_laplace(np.array([threshold - unit]), scale))[0]
+    rest = np.exp(_log_tail_laplace(np.array([threshold]), scale))[0]
+    return float(np.max(one + (ks - 1) * rest)) * (1 + _MARGIN)
+
+
+def _delta_new(
+    threshold: int, noise: str, scale: int, max_items: int, unit: int, policy: bool = False, greedy: bool = False
+) -> float:
+    """``max_k k P[Z >= T - a_k]`` over ``k = 1 .. max_items`` (with the relative margin); the policy greedy
+    union's :func:`greedy_delta_new` with ``greedy``."""
+    if greedy:
+        return greedy_delta_new(threshold, scale, max_items, unit)
     ks = np.arange(1, max_items + 1, dtype=np.int64)
     tail = _log_tail_laplace if noise == "laplace" else _log_tail_gaussian
     worst = float(np.max(np.log(ks) + tail(threshold - new_item_weight(ks, noise, unit, policy), scale)))
@@ -235,6 +263,7 @@ def calibrate_union(
     *,
     policy: bool = False,
     cutoff_margin: float = 3.0,
+    greedy: bool = False,
 ) -> UnionCalibration:
     """The noise scale and the threshold of a set union that is ``(epsilon, delta)``-DP for adding or
     removing one person (see the module's notes). For Gaussian noise half of ``delta`` goes to the noisy
@@ -243,7 +272,12 @@ def calibrate_union(
     With ``policy=True`` (Laplace noise only) the calibration is the policy Laplace histogram's
     (:mod:`userdp.vocabulary.policy`): the same scale, a threshold that bounds a new item's weight by
     ``ceil(unit / k)``, and the cutoff ``Gamma = T + cutoff_margin * t`` (Gopi et al.'s ``rho + alpha / epsilon``
-    with ``alpha = cutoff_margin``; a public tuning constant)."""
+    with ``alpha = cutoff_margin``; a public tuning constant).
+
+    With ``greedy=True`` (Laplace noise only; implies ``policy``) it is the policy greedy histogram's
+    (:mod:`userdp.vocabulary.greedy`): the same scale and cutoff rule, and a threshold whose new-item bound is
+    :func:`greedy_delta_new` (one new item at ``unit``, the others at 0)."""
+    policy = bool(policy or greedy)
     eps, dlt, max_items = _check(epsilon, delta, max_items, noise)
     try:
         margin = float(cutoff_margin)
@@ -276,23 +310,27 @@ def calibrate_union(
             lo, hi = (lo, mid) if ok(mid) else (mid, hi)
         scale = hi
     target = (dlt - delta_g) * (1 - _MARGIN)
-    t_hi = _threshold(noise, int(scale), max_items, unit, target, policy)
-    d_new = _delta_new(t_hi, noise, scale, max_items, unit, policy)
+    t_hi = _threshold(noise, int(scale), max_items, unit, target, policy, greedy)
+    d_new = _delta_new(t_hi, noise, scale, max_items, unit, policy, greedy)
     cutoff = int(t_hi) + math.ceil(margin * scale) if policy else 0
-    return UnionCalibration(noise, eps, dlt, max_items, unit, int(scale), int(t_hi), delta_g, d_new, policy, cutoff)
+    return UnionCalibration(
+        noise, eps, dlt, max_items, unit, int(scale), int(t_hi), delta_g, d_new, policy, cutoff, bool(greedy)
+    )
 
 
-def _threshold(noise: str, scale: int, max_items: int, unit: int, target: float, policy: bool = False) -> int:
+def _threshold(
+    noise: str, scale: int, max_items: int, unit: int, target: float, policy: bool = False, greedy: bool = False
+) -> int:
     """The smallest integer threshold ``T > unit`` whose :func:`_delta_new` is at most ``target``."""
     lo = unit  # T - a >= 1 for every weight a <= unit
-    if _delta_new(lo + 1, noise, scale, max_items, unit, policy) <= target:
+    if _delta_new(lo + 1, noise, scale, max_items, unit, policy, greedy) <= target:
         return lo + 1
     t_hi = lo + scale
-    while _delta_new(t_hi, noise, scale, max_items, unit, policy) > target:
+    while _delta_new(t_hi, noise, scale, max_items, unit, policy, greedy) > target:
         lo, t_hi = t_hi, t_hi + 2 * (t_hi - unit)
     while t_hi - lo > 1:
         mid = (lo + t_hi) // 2
-        ok_mid = _delta_new(mid, noise, scale, max_items, unit, policy) <= target
+        ok_mid = _delta_new(mid, noise, scale, max_items, unit, policy, greedy) <= target
         lo, t_hi = (lo, mid) if ok_mid else (mid, t_hi)
     return t_hi
 
@@ -391,8 +429,22 @@ def _check_codes(items: np.ndarray, n_items: int) -> None:
         raise ParameterError("item codes must lie in [0, n_items) (one code per label)")
 
 
-def _histogram(offsets: np.ndarray, items: np.ndarray, n_items: int, cal: UnionCalibration, rng: RngLike):
+def _bounded(offsets: np.ndarray, items: np.ndarray, cal: UnionCalibration, rng: RngLike, mult=None):
+    """Each person's kept items (:func:`bound_contributions`) and, for the policy greedy union, their local
+    counts (records per item, from repeats of an item in ``items`` or ``mult``; None otherwise)."""
+    if cal.greedy:
+        off_d, its_d, cnt = local_counts(offsets, items, mult)
+        off, its = bound_contributions(off_d, its_d, cal.max_items, rng)
+        return off, its, kept_counts(off_d, its_d, cnt, off, its)
+    off, its = bound_contributions(offsets, items, cal.max_items, rng)
+    return off, its, None
+
+
+def _histogram(offsets: np.ndarray, items: np.ndarray, n_items: int, cal: UnionCalibration, rng: RngLike, counts=None):
     """The union's integer histogram and its candidates (items some person kept)."""
+    if cal.greedy:
+        hist = greedy_histogram(offsets, items, counts, n_items, cal.cutoff, cal.unit, rng)
+        return hist, np.bincount(np.asarray(items, dtype=np.int64), minlength=int(n_items)) > 0
     if cal.policy:
         hist = policy_histogram(offsets, items, n_items, cal.cutoff, cal.unit, rng)
         return hist, np.bincount(np.asarray(items, dtype=np.int64), minlength=int(n_items)) > 0
@@ -412,12 +464,14 @@ def _select(hist: np.ndarray, cal: UnionCalibration, rng: RngLike, held: np.ndar
     return present[chosen], noisy[chosen]
 
 
-def _union(offsets, items, n_items, epsilon, delta, max_items, noise, rng, policy=False, cutoff_margin=3.0):
-    cal = calibrate_union(epsilon, delta, max_items, noise, policy=policy, cutoff_margin=cutoff_margin)
+def _union(
+    offsets, items, n_items, epsilon, delta, max_items, noise, rng, policy=False, cutoff_margin=3.0, greedy=False
+):
+    cal = calibrate_union(epsilon, delta, max_items, noise, policy=policy, cutoff_margin=cutoff_margin, greedy=greedy)
     _check_codes(items, n_items)
     src = resolve_rng(rng)
-    off, its = bound_contributions(offsets, items, cal.max_items, src)
-    hist, held = _histogram(off, its, n_items, cal, src)
+    off, its, cnt = _bounded(offsets, items, cal, src)
+    hist, held = _histogram(off, its, n_items, cal, src, cnt)
     chosen, noisy = _select(hist, cal, src, held)
     return chosen, noisy, cal
 
@@ -485,6 +539,25 @@ def policy_laplace_union(
     ``Gamma = T + alpha t`` (``t`` the noise scale; the paper uses 3). Other parameters and returns as
     :func:`weighted_laplace_union`."""
     return _union(offsets, items, n_items, epsilon, delta, max_items, "laplace", rng, True, cutoff_margin)
+
+
+def policy_greedy_union(
+    offsets: np.ndarray,
+    items: np.ndarray,
+    n_items: int,
+    epsilon: float,
+    delta: float,
+    max_items: int = 100,
+    cutoff_margin: float = 3.0,
+    rng: RngLike = None,
+) -> tuple[np.ndarray, np.ndarray, UnionCalibration]:
+    """Policy greedy set union (Carvalho, Wang & Gondara, AAAI 2022: the greedy policy in the order of each
+    person's local item counts), exact on the lattice (:mod:`userdp.vocabulary.greedy`), with discrete Laplace
+    noise and the threshold of :func:`greedy_delta_new`. A person listing an item several times in ``items``
+    holds it that many times (its local count; the weight is per distinct item). ``cutoff_margin``: the cutoff
+    ``Gamma = T + alpha t``, as in :func:`policy_laplace_union`. Other parameters and returns as
+    :func:`weighted_laplace_union`."""
+    return _union(offsets, items, n_items, epsilon, delta, max_items, "laplace", rng, True, cutoff_margin, True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -609,6 +682,7 @@ def plan_vocabulary(
     policy: bool = False,
     count_fraction: float = 0.5,
     cutoff_margin: float = 3.0,
+    greedy: bool = False,
 ) -> dict:
     """Check every parameter of :func:`private_vocabulary` and split its budget, before any data is read:
     every refusal depends on the parameters alone (the counts' calibration is checked for a public bound of
@@ -621,10 +695,10 @@ def plan_vocabulary(
     (a :class:`BoundChoice` as ``max_items``)."""
 
     def calibrate(eps_set: float, delta_set: float, m: int) -> UnionCalibration:
-        return calibrate_union(eps_set, delta_set, m, noise, policy=policy, cutoff_margin=cutoff_margin)
+        return calibrate_union(eps_set, delta_set, m, noise, policy=policy, cutoff_margin=cutoff_margin, greedy=greedy)
 
     plan = budget_plan(epsilon, delta, max_items, noise, count_fraction, calibrate)
-    plan["algorithm"] = "policy" if policy else "weighted"
+    plan["algorithm"] = "policy-greedy" if greedy else "policy" if policy else "weighted"
     return plan
 
 
@@ -686,7 +760,7 @@ def vocabulary_algorithm(algorithm: str | None, policy: bool, rounds=None, ratio
         raise ParameterError(f"the algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     else:
         algo = algorithm
-    if policy and algo != "policy":
+    if policy and algo != "policy":  # (the policy greedy union is algorithm="policy-greedy" alone)
         raise ParameterError(f"policy=True (--policy) is the policy algorithm; it cannot be combined with {algo!r}")
     if algo != "sips" and (rounds is not None or ratio is not None):
         raise ParameterError("rounds and ratio are DP-SIPS's schedule (algorithm 'sips')")
@@ -705,6 +779,8 @@ def private_vocabulary(
     policy: bool = False,
     count_fraction: float = 0.5,
     cutoff_margin: float = 3.0,
+    greedy: bool = False,
+    multiplicity: np.ndarray | None = None,
     rng: RngLike = None,
 ) -> Release:
     """Which items, and how many persons hold each: a weighted set union, then a noisy person count of every
@@ -734,6 +810,13 @@ def private_vocabulary(
         set alone.
     cutoff_margin:
         The policy's ``alpha`` (:func:`policy_laplace_union`).
+    greedy:
+        Select with the policy greedy histogram (:func:`policy_greedy_union`; ``noise="laplace"`` only): each
+        person fills their items to the cutoff in the order of their local counts, most records first.
+    multiplicity:
+        With ``greedy``: the records each entry of ``items`` stands for (an engine's
+        :meth:`~userdp.engines.Engine.key_records`); by default each entry is one record, and a person listing
+        an item ``c`` times holds it ``c`` times. The local counts order the person's items only.
 
     Returns
     -------
@@ -744,19 +827,23 @@ def private_vocabulary(
         add/remove one person (sequential composition of the steps: the bound's choice, the set, the
         counts; ``params`` states each one's share).
     """
-    plan = plan_vocabulary(epsilon, delta, max_items, noise, policy, count_fraction, cutoff_margin)
+    if greedy and policy:
+        raise ParameterError("policy=True is the policy Laplace union; greedy=True the policy greedy union: not both")
+    if multiplicity is not None and np.asarray(multiplicity).shape != np.asarray(items).shape:
+        raise ParameterError("multiplicity needs one number per entry of items")
+    plan = plan_vocabulary(epsilon, delta, max_items, noise, policy, count_fraction, cutoff_margin, greedy)
     src = resolve_rng(rng)
     labels = np.asarray(labels)
     _check_codes(items, labels.size)
     if plan["auto"]:  # the bound first, from the persons' distinct-item counts (its own share of epsilon)
         k = np.diff(distinct_per_person(offsets, items)[0])
         choice = choose_max_items(persons_within(k), plan["epsilon_bound"], rng=src)
-        plan = plan_vocabulary(epsilon, delta, choice, noise, policy, count_fraction, cutoff_margin)
+        plan = plan_vocabulary(epsilon, delta, choice, noise, policy, count_fraction, cutoff_margin, greedy)
     cal = plan["calibration"]
-    off, its = bound_contributions(offsets, items, cal.max_items, src)
-    hist, held_any = _histogram(off, its, labels.size, cal, src)
+    off, its, cnt = _bounded(offsets, items, cal, src, multiplicity)
+    hist, held_any = _histogram(off, its, labels.size, cal, src, cnt)
     holders = np.bincount(its, minlength=labels.size)
-    return _vocabulary_release(labels, hist, holders, held_any, plan, policy, src)
+    return _vocabulary_release(labels, hist, holders, held_any, plan, cal.policy, src)
 
 
 def vocabulary_sum_columns(k: np.ndarray, noise: str) -> np.ndarray:
@@ -799,6 +886,7 @@ def _vocabulary_release(labels, hist, holders, held_any, plan, policy, src, chos
     cal = plan["calibration"]
     noise = cal.noise
     sips = plan.get("algorithm") == "sips"
+    greedy = bool(getattr(cal, "greedy", False))
     if chosen is None:
         chosen, _ = _select(hist, cal, src, held_any)
     counts = None
@@ -816,7 +904,9 @@ def _vocabulary_release(labels, hist, holders, held_any, plan, policy, src, chos
     guarantee = ApproxDP(eps, dlt, Neighbours.ADD_REMOVE_USER)
     order = np.argsort(labels[chosen], kind="stable")
     how = (
-        f"a person spends weight 1 on their kept items in equal shares, none past {cal.cutoff / cal.unit:.4g}"
+        f"a person spends weight 1 on their kept items, most held first, each up to {cal.cutoff / cal.unit:.4g}"
+        if greedy
+        else f"a person spends weight 1 on their kept items in equal shares, none past {cal.cutoff / cal.unit:.4g}"
         if policy
         else f"a person with k kept items gives each {'1/k' if noise == 'laplace' else '1/sqrt(k)'}"
     )
@@ -849,6 +939,8 @@ def _vocabulary_release(labels, hist, holders, held_any, plan, policy, src, chos
         + (
             f"DP-SIPS, {len(cal.rounds)} rounds of the weighted gaussian set union (Swanberg et al. 2023)"
             if sips
+            else "policy greedy laplace set union (Carvalho, Wang & Gondara 2022)"
+            if greedy
             else f"{'policy' if policy else 'weighted'} {noise} set union (Gopi et al. 2020)"
         )
         + (" + noisy person counts" if frac else ""),
@@ -859,7 +951,8 @@ def _vocabulary_release(labels, hist, holders, held_any, plan, policy, src, chos
             "max_items_chosen": plan["choice"] is not None,
             "epsilon_bound": plan["epsilon_bound"],
             "noise": noise,
-            "policy": bool(policy),
+            "policy": bool(policy) and not greedy,
+            "greedy": greedy,
             "cutoff": cal.cutoff / cal.unit if policy else None,
             "count_fraction": frac,
             "epsilon_set": eps_set,
