@@ -307,6 +307,7 @@ def main() -> None:
     ap.add_argument("--reddit", default=str(SHARED / "reddit_ngrams.csv.xz"), help="skipped when absent")
     ap.add_argument("--seeds", type=int, default=3, help="releases per case (median at defaults, mean at a bound)")
     ap.add_argument("--imdb-seeds", type=int, default=2, help="releases per case on IMDB (the largest)")
+    ap.add_argument("--tables-only", action="store_true", help="redraw the table and figure from the CSV files")
     ap.add_argument("--counts", action="store_true", help="also the counts' error (userdp against PipelineDP)")
     args = ap.parse_args()
     names = ["Amazon Fashion (words)", "Foursquare venues"]
@@ -314,6 +315,12 @@ def main() -> None:
         names.append("Reddit sample (words)")
     if Path(args.imdb).exists():
         names.append("IMDB reviews (words)")
+    if args.tables_only:
+        counts = OUT / "vocabulary_counts.csv"
+        df = pd.read_csv(OUT / "vocabulary.csv", dtype={"max_items": str})
+        cdf = pd.read_csv(counts, dtype={"max_items": str}) if counts.exists() else pd.DataFrame()
+        _tables(df, cdf, [n for n in names if n in set(df.dataset)])
+        return
     data = {}
     for name in names:  # every data set's bounded subsets first: the peers need the persons' counts
         offsets, items, n_items = _sets(name, Path(args.imdb), Path(args.reddit))
@@ -508,14 +515,16 @@ def _tables(df: pd.DataFrame, cdf: pd.DataFrame, names: list[str]) -> None:
     fig, axes = plt.subplots(len(DELTAS), len(names), figsize=(4.2 * len(names), 3.4 * len(DELTAS)), squeeze=False)
     for i, delta in enumerate(DELTAS):
         for ax, name in zip(axes[i], names, strict=True):
-            for m in methods:
+            for j, m in enumerate(methods):
                 y = [best.items_released.get((name, e, delta, m), np.nan) for e in EPSILONS]
-                ax.plot(EPSILONS, y, marker="o", lw=1, ls="-" if m in ALGORITHMS else ":", label=f"{m} (best bound)")
-            for m in ALGORITHMS:
+                ax.plot(EPSILONS, y, marker="o", ms=3, lw=1, color=f"C{j}", ls="-" if m in ALGORITHMS else ":",
+                        label=f"{m} (best bound)")  # fmt: skip
+            for j, m in enumerate(ALGORITHMS):
                 y = [auto.items_released.get((name, e, delta, m), np.nan) for e in EPSILONS]
-                ax.plot(EPSILONS, y, marker="x", lw=1.5, ls="--", label=f"{m} (defaults)")
+                ax.plot(EPSILONS, y, marker="x", lw=1.5, color=f"C{j}", ls="--", label=f"{m} (defaults)")
             ax.set_xscale("log", base=2)
             ax.set_yscale("symlog", linthresh=1)
+            ax.set_ylim(bottom=0)
             ax.set_title(f"{name}, δ = {delta:g}", fontsize=9)
             ax.set_xlabel("ε")
             ax.set_ylabel("items released")
