@@ -7,7 +7,8 @@ Items released (the set alone, ``count_fraction = 0``):
 * every userdp algorithm of :data:`ALGORITHMS` (weighted Gaussian, weighted Laplace, policy Laplace, DP-SIPS;
   one more is one entry) **at its defaults**: the library's own default path
   (:func:`userdp.vocabulary.private_vocabulary` / :func:`~userdp.vocabulary.sips_vocabulary` with
-  ``max_items="auto"``, which spends 2% of epsilon on a private bound), the median over ``--seeds`` seeds;
+  ``max_items="auto"``, which spends 2% of epsilon on a private bound), the median over ``--seeds`` seeds
+  (``--imdb-seeds`` on IMDB);
 * the same algorithms **at their best fixed bound** ``max_items`` of :data:`BOUNDS`: for the weighted unions the
   expected number released, ``sum_i P[h_i + Z >= T]`` with the samplers' tails (the Gaussian's through its normal
   bound, tight to 1e-6 here), ``h_i`` the item's integer weight on one random bounding (the same subsets for the
@@ -36,7 +37,8 @@ PipelineDP and OpenDP run in their own environment (their pins clash with userdp
 --peers-python (``python -m venv /tmp/pdpenv && /tmp/pdpenv/bin/pip install pipeline-dp opendp``).
 Writes experiments/results/vocabulary.csv, vocabulary_counts.csv, vocabulary_table.md and vocabulary.png.
 
-Run: python experiments/vocabulary.py --peers-python /tmp/pdpenv/bin/python [--seeds 3] [--counts]
+Run: python experiments/vocabulary.py --peers-python /tmp/pdpenv/bin/python [--seeds 3] [--imdb-seeds 2] [--counts]
+(about 20 min on a loaded 2-core machine), or --tables-only to redraw the table and figure from the CSV files.
 """
 
 from __future__ import annotations
