@@ -9,6 +9,7 @@ _RV = "tests/releases/test_vocabulary.py::"
 _RC = "tests/releases/test_counts.py::"
 _RS = "tests/vocabulary/test_sips.py::"
 _RB = "tests/vocabulary/test_union_bound.py::"
+_PV = "tests/plan/test_vocabulary_algorithms.py::"
 
 MUTANTS: list[Mutant] = [
     # --- per-key counts (the review's survivors first) ---------------------------------------------------------
@@ -166,6 +167,64 @@ MUTANTS: list[Mutant] = [
         (_RC + "test_bad_max_keys_are_refused_before_the_data_are_read",),
         "a bad max_keys with public keys is silently accepted: the same call refused without keys is released "
         "with them",
+    ),
+    # --- userdp plan vocabulary --algorithm weighted|policy|sips (issue 35) ----------------------------------------
+    Mutant(
+        "plan-sips-single-round-threshold",
+        "threshold",
+        "plan/counts.py",
+        "return SelectionModel(pl, tuple(cal.rounds), None,",
+        'return SelectionModel(pl, (__import__("userdp.vocabulary", fromlist=["x"]).calibrate_union(pl["epsilon_set"], '
+        'pl["delta_set"], pl["max_items"]),), None,',
+        (_PV + "test_sips_plan_matches_the_release_rate_of_dp_sips",),
+        "the DP-SIPS plan uses the one-round union's threshold and noise at the set's share: it promises items "
+        "of 27 persons at 0.75 that DP-SIPS releases at 0.47",
+        (2,),
+    ),
+    Mutant(
+        "plan-sips-last-round-only",
+        "threshold",
+        "plan/counts.py",
+        "missed *= 1.0 - _release_probability(cal, h)",
+        "missed = 1.0 - _release_probability(cal, h)",
+        (_PV + "test_sips_plan_matches_the_release_rate_of_dp_sips",),
+        "the DP-SIPS plan counts the last round's chance only: with equal rounds it predicts 0.2 where the "
+        "release gives 0.5",
+        (2,),
+    ),
+    Mutant(
+        "plan-sips-schedule-ignored",
+        "budget-split",
+        "plan/counts.py",
+        "pl = plan_sips_vocabulary(epsilon, delta, max_items, noise, count_fraction, **sched)",
+        "pl = plan_sips_vocabulary(epsilon, delta, max_items, noise, count_fraction)",
+        (
+            _PV + "test_sips_plan_matches_the_release_rate_of_dp_sips",
+            _PV + "test_each_algorithm_plans_from_its_own_calibration",
+        ),
+        "the DP-SIPS plan ignores --rounds and --ratio: it plans the default schedule's budget split",
+        (2,),
+    ),
+    Mutant(
+        "plan-policy-without-its-cutoff",
+        "threshold",
+        "plan/counts.py",
+        "return SelectionModel(pl, (cal,), int(cal.cutoff),",
+        "return SelectionModel(pl, (cal,), None,",
+        (_PV + "test_policy_plan_matches_the_release_rate_and_its_cutoff",),
+        "the policy plan lets an item's weight grow past the cutoff: it promises release with probability 1 "
+        "to items the policy releases at 0.975",
+        (2,),
+    ),
+    Mutant(
+        "plan-policy-weighted-calibration",
+        "threshold",
+        "plan/counts.py",
+        "pl = plan_vocabulary(epsilon, delta, max_items, noise, True, count_fraction)",
+        "pl = plan_vocabulary(epsilon, delta, max_items, noise, False, count_fraction)",
+        (_PV + "test_policy_plan_matches_the_release_rate_and_its_cutoff",),
+        "the policy plan uses the weighted union's calibration (no cutoff, floor shares): not the policy's figures",
+        (2,),
     ),
     # --- the distinct count (Knop & Steinke, Algorithm 1) -------------------------------------------------------
     Mutant(
