@@ -137,7 +137,8 @@ def main() -> None:
                 for run in range(RUNS):
                     rel = private_key_counts(offsets, keys, mult, labels, eps, DELTA,
                                              public_keys=labels if public else None, bounds=bounds, noise=noise,
-                                             select_fraction=0.2, rng=1000 * run + 7)  # fmt: skip
+                                             select_fraction=0.2, max_keys=100,  # the results' setting
+                                             rng=1000 * run + 7)  # fmt: skip
                     got = rel.value["keys"]
                     if got.size:
                         t = np.array([truth[k] for k in got])

@@ -62,6 +62,8 @@ def test_counts_with_selected_keys_and_given_bounds(records, capsys):
         (["--delta", "1e-6", "--bounds", "lots"], "L0,LINF"),
         (["--delta", "1e-6", "--keys", "/nonexistent/keys.txt"], "cannot read --keys"),
         (["--delta", "1e-6", "--out", "c.txt"], ".csv"),
+        (["--delta", "1e-6", "--max-keys", "0"], "--max-keys"),
+        (["--delta", "1e-6", "--max-keys", "lots"], "auto or a whole number"),
     ],
 )
 def test_counts_refusals_write_and_charge_nothing(records, tmp_path, capsys, extra, message):
@@ -85,3 +87,18 @@ def test_counts_are_charged_to_the_ledger(records, tmp_path, capsys):
     assert main(_argv(records, "--delta", "1e-6", "--ledger", str(ledger), "--json")) == 0
     assert main(_argv(records, "--delta", "1e-6", "--ledger", str(ledger), "--json")) == 2  # 4 > 3
     assert "budget" in capsys.readouterr().err
+
+
+def test_max_keys_is_auto_by_default_and_stated(records, capsys):
+    """Without --max-keys the bound on keys per person for the selection is chosen privately, and the output
+    says which bound and what the choice spent (2% of the selection's half of epsilon); --max-keys 3 is
+    given and spends nothing on it. --help says both."""
+    assert main(_argv(records, "--delta", "1e-6", "--json", "--seed", "2")) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert "chosen privately with epsilon 0.02)" in got["max_keys"] and got["keys_released"] == 2
+    assert main(_argv(records, "--delta", "1e-6", "--max-keys", "3", "--json", "--seed", "2")) == 0
+    assert json.loads(capsys.readouterr().out)["max_keys"] == "3 keys per person for the selection (given)"
+    with pytest.raises(SystemExit):
+        main(["counts", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--max-keys" in text and "auto (the default): chosen privately" in text

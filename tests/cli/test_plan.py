@@ -72,6 +72,14 @@ def test_plan_distinct_linear_frequency_heatmap(capsys):
         (["plan", "counts", "--epsilon", "1", "--target", "3"], "not both"),
         (["plan", "vocabulary", "--epsilon", "1"], "--delta"),
         (["plan", "counts", "--target", "1e-9"], "no epsilon"),
+        (["plan", "vocabulary", "--epsilon", "1", "--delta", "1e-6", "--algorithm", "greedy"], "algorithm must be one"),
+        (["plan", "vocabulary", "--epsilon", "1", "--delta", "1e-6", "--rounds", "2"], "rounds and ratio"),
+        (["plan", "vocabulary", "--epsilon", "1", "--delta", "1e-6", "--algorithm", "sips", "--noise", "laplace"],
+         "Gaussian"),
+        (["plan", "vocabulary", "--epsilon", "1", "--delta", "1e-6", "--algorithm", "policy", "--noise", "gaussian"],
+         "Laplace"),
+        (["plan", "counts", "--epsilon", "1", "--algorithm", "sips"], "--algorithm is for"),
+        (["plan", "counts", "--epsilon", "1", "--ratio", "2"], "--algorithm sips"),
     ],
 )
 def test_plan_refusals(argv, message, capsys):
@@ -132,3 +140,29 @@ def test_plan_takes_the_shape_parameters_or_says_they_are_unknown(capsys):
     for bad in (["--spread", "-1"], ["--zipf", "-0.5"]):
         assert main(["plan", "distinct", "--epsilon", "1", *sizes, *bad]) == 2
         assert "error:" in capsys.readouterr().err
+
+
+def test_plan_vocabulary_per_algorithm(capsys):
+    """``--algorithm sips --rounds --ratio`` and ``--algorithm policy`` (Laplace noise by default, as the policy
+    runs only with it) print the library's figures for that algorithm, its rounds' thresholds, and a basis
+    saying what the probability is; the default is the weighted union, as ``userdp vocabulary``'s."""
+    base = ["plan", "vocabulary", "--epsilon", "2", "--delta", "1e-6", "--persons", "40", "--max-items", "8", "--json"]
+    assert main([*base, "--algorithm", "sips", "--rounds", "2", "--ratio", "3"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = plan.vocabulary(2.0, 1e-6, algorithm="sips", rounds=2, ratio=3.0, max_items=8, persons=40)
+    assert got["algorithm"] == "sips" and got["rounds"].startswith("2 (ratio 3): thresholds ")
+    assert got["an item held by 40 persons"] == f"released with probability {want.extra['release probability']:.3g}"
+    assert "by some round" in got["basis"] and got["basis"] == want.basis
+    assert main([*base, "--algorithm", "policy"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = plan.vocabulary(2.0, 1e-6, algorithm="policy", noise="laplace", max_items=8, persons=40)
+    assert got["algorithm"] == "policy" and got["basis"] == want.basis and "not modelled" in got["basis"]
+    assert got["an item held by 40 persons"] == f"released with probability {want.extra['release probability']:.3g}"
+    assert main(base) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["algorithm"] == "weighted" and "rounds" not in got
+    assert main(["plan", "vocabulary", "--delta", "1e-6", "--algorithm", "sips", "--target", "40", "--max-items", "8",
+                 "--json"]) == 0  # fmt: skip
+    got = json.loads(capsys.readouterr().out)
+    want = plan.vocabulary_epsilon(40, 0.9, 1e-6, max_items=8, algorithm="sips")
+    assert got["smallest epsilon"] == pytest.approx(want) and got["algorithm"] == "sips"

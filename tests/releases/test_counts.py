@@ -267,3 +267,122 @@ def test_the_samplers_get_the_three_way_split(monkeypatch, noise):
     else:
         assert d_cnt == 0 and name == "laplace_mechanism" and args[0] == v["l0"] * v["linf"]
     assert cal.epsilon + e_sel + args[1] <= eps
+
+
+def _spied_key_selection(monkeypatch):
+    """The (sensitivity, epsilon) of every exponential mechanism the union module draws (the choice of
+    ``max_keys``; GEM draws elsewhere) and every calibration the key selection's threshold uses."""
+    seen = {"em": [], "cal": []}
+    em, select = union.exponential_mechanism, union._select
+
+    def em_spy(scores, sensitivity, epsilon, rng=None):
+        seen["em"].append((sensitivity, epsilon))
+        return em(scores, sensitivity, epsilon, rng)
+
+    def select_spy(hist, cal, rng, held=None):
+        seen["cal"].append(cal)
+        return select(hist, cal, rng, held)
+
+    monkeypatch.setattr(union, "exponential_mechanism", em_spy)
+    monkeypatch.setattr(union, "_select", select_spy)
+    return seen
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_the_default_max_keys_is_chosen_privately_and_charged(monkeypatch, engine, noise):
+    """Keys selected from the data with every default (``max_keys="auto"``): the bound is drawn first by the
+    exponential mechanism (sensitivity 1) at 2% of the key selection's share ``eps / 2``; the set union is
+    calibrated at the rest for the chosen bound (its threshold and scale those of ``calibrate_union`` there)
+    and bounds each person to it; the params and ``composed_of`` state the choice, and the parts (choice,
+    key set, GEM, counts) compose to exactly the stated guarantee. A choice drawn but not charged (the set
+    calibrated at the whole ``eps / 2``), or charged but drawn at another epsilon, is caught."""
+    seen = _spied_key_selection(monkeypatch)
+    table = _two_keys_two_records(50, 40)
+    eps, delta = 4.0, 1e-4
+    rel = releases.key_counts(table, eps, delta, noise=noise, l0s=SMALL, linfs=SMALL, engine=engine, rng=6)
+    eps_keys = eps / 2
+    delta_keys = delta / 2 if noise == "gaussian" else delta
+    assert seen["em"] == [(1.0, eps_keys * union.AUTO_FRACTION)]
+    (cal,) = seen["cal"]
+    p = rel.params
+    assert p["max_keys"] in union.MAX_ITEMS_GRID and p["max_keys_chosen"] and cal.max_items == p["max_keys"]
+    assert p["epsilon_max_keys"] == eps_keys * union.AUTO_FRACTION
+    assert cal.epsilon == pytest.approx(eps_keys * (1 - union.AUTO_FRACTION), rel=1e-12)
+    assert p["epsilon_key_set"] == cal.epsilon and cal.delta == pytest.approx(delta_keys, rel=1e-12)
+    want = union.calibrate_union(cal.epsilon, delta_keys, p["max_keys"], "gaussian")
+    assert (cal.threshold, cal.scale) == (want.threshold, want.scale)
+    assert rel.value["keys"].size > 0 and "chosen privately" in rel.mechanism
+    parts = rel.extras["composed_of"]
+    assert list(parts) == ["max_keys", "keys", "bounds", "counts"]
+    assert parts["max_keys"] == union.PureDP(eps_keys * union.AUTO_FRACTION)
+    total = parts["max_keys"]
+    for step in ("keys", "bounds", "counts"):
+        total = total.compose(parts[step])
+    assert total.fits_within(rel.guarantee) and total.epsilon == pytest.approx(eps, rel=1e-12)
+    spent = p["epsilon_max_keys"] + cal.epsilon + p["epsilon_select"] + p["epsilon_counts"]
+    assert spent <= eps and spent == pytest.approx(eps, rel=1e-12)
+
+
+def test_a_fixed_max_keys_spends_nothing_on_a_choice(monkeypatch):
+    """``max_keys=7``: no exponential mechanism drawn, the set union calibrated at the whole ``eps / 2`` for 7
+    keys per person, and the params and ``composed_of`` say no choice was made."""
+    seen = _spied_key_selection(monkeypatch)
+    rel = releases.key_counts(_two_keys_two_records(50, 40), 4.0, 1e-4, max_keys=7, l0s=SMALL, linfs=SMALL, rng=6)
+    (cal,) = seen["cal"]
+    assert seen["em"] == [] and cal.max_items == 7 and cal.epsilon == pytest.approx(2.0, rel=1e-12)
+    p = rel.params
+    assert (p["max_keys"], p["max_keys_chosen"], p["epsilon_max_keys"]) == (7, False, 0.0)
+    assert list(rel.extras["composed_of"]) == ["keys", "bounds", "counts"]
+    assert "chosen privately" not in rel.mechanism
+
+
+def test_public_keys_spend_nothing_on_max_keys(monkeypatch):
+    seen = _spied_key_selection(monkeypatch)
+    rel = releases.key_counts(_two_keys_two_records(10, 4), 1.0, keys=[f"k{k:04d}" for k in range(10)], rng=1)
+    assert seen == {"em": [], "cal": []} and rel.params["max_keys"] is None and not rel.params["max_keys_chosen"]
+    assert list(rel.extras["composed_of"]) == ["bounds", "counts"] and rel.guarantee == union.PureDP(1.0)
+
+
+@pytest.mark.parametrize("bad", ["Auto", "", "100", 0, 10_001, 2.5, True, None])
+@pytest.mark.parametrize("public", [False, True])
+def test_bad_max_keys_are_refused_before_the_data_are_read(bad, public):
+    from userdp.errors import ParameterError
+
+    class Unreadable:
+        def __getattr__(self, name):
+            raise AssertionError("the data were read")
+
+    with pytest.raises(ParameterError, match="max_(keys|items)"):
+        releases.key_counts(Unreadable(), 1.0, 1e-6, keys=["a"] if public else None, max_keys=bad)
+
+
+def test_auto_max_keys_checks_every_candidate_before_the_data_are_read():
+    """Under ``"auto"`` the selection is planned, before the data are read, at the grid's largest candidate
+    (8192 keys per person, the hardest calibration), with the choice's 2% of the selection's share; a fixed
+    bound plans no choice."""
+    from userdp.vocabulary import plan_key_counts
+
+    plan = plan_key_counts(1.0, 1e-6, public_keys=False)
+    key_plan = plan["key_plan"]
+    assert plan["max_keys"] == "auto" and key_plan["auto"] and key_plan["max_items"] == max(union.MAX_ITEMS_GRID)
+    assert key_plan["calibration"].max_items == max(union.MAX_ITEMS_GRID)
+    assert plan["epsilon_max_keys"] == key_plan["epsilon_bound"] == 0.5 * union.AUTO_FRACTION
+    fixed = plan_key_counts(1.0, 1e-6, public_keys=False, max_keys=4)
+    assert fixed["epsilon_max_keys"] == 0.0 and fixed["key_plan"]["calibration"].max_items == 4
+
+
+def test_memory_and_duckdb_choose_the_same_max_keys_and_release_the_same():
+    """The default (``max_keys="auto"``, keys selected): memory and DuckDB, same seed, release the same keys,
+    counts, bounds and chosen ``max_keys`` (the persons' distinct keys are counted in each engine's own way:
+    DuckDB streams whole persons to :func:`userdp.vocabulary.max_items_grid_part`)."""
+    from userdp.engines.duckdb import DuckDBEngine
+
+    rng = np.random.default_rng(3)
+    persons = [{f"k{j:03d}": int(rng.integers(1, 4)) for j in rng.choice(60, int(rng.integers(1, 40)), replace=False)}
+               for _ in range(400)]  # fmt: skip
+    table = _records(persons)
+    a = releases.key_counts(table, 4.0, 1e-4, engine="memory", rng=11)
+    b = releases.key_counts(table, 4.0, 1e-4, engine=DuckDBEngine(batch_rows=500), rng=11)
+    assert a.params == b.params and a.params["max_keys_chosen"] and a.value["keys"].size > 0
+    assert a.value["keys"].tolist() == b.value["keys"].tolist() and np.array_equal(a.value["counts"], b.value["counts"])

@@ -100,6 +100,10 @@ RELEASES = {
             src, 4.0, 1e-3, key="item", noise="gaussian", max_keys=3, engine=eng, rng=rng
         ),
     ),
+    "key counts, selected keys, max_keys auto": (
+        False,
+        lambda src, eng, rng=5: releases.key_counts(src, 4.0, 1e-3, key="item", engine=eng, rng=rng),
+    ),
     "histogram": (False, lambda src, eng, rng=5: releases.histogram(src, DOMAIN, 1.0, engine=eng, rng=rng)),
     "linear, local": (
         False,
@@ -275,13 +279,18 @@ def check_key_record_sums(users, keys, calls) -> None:
     keeps; the bounded counts) equals its definition, person by person from the records."""
     from collections import Counter
 
-    from userdp.vocabulary import kept_grid_part
+    from userdp.vocabulary import MAX_ITEMS_GRID, kept_grid_part, max_items_grid_part
 
     per: dict = defaultdict(dict)
     for (p, k), m in brute.key_records(users, keys).items():
         per[p][k] = m
     assert calls["key_record_sums"]
     for (fn, width), (labels, sums) in calls["key_record_sums"]:
+        if fn.func is max_items_grid_part:  # max_keys="auto": each person's distinct keys, on the grid
+            k = [len(p) for p in per.values()]
+            want = [sum(1 <= x <= g for x in k) for g in MAX_ITEMS_GRID] + [sum(x >= 1 for x in k)]
+            assert labels.tolist() == [""] and sums.reshape(-1).tolist() == want and width == len(want)
+            continue
         kw, counted = fn.keywords, set(fn.keywords["counted"].tolist())
         if fn.func is kept_grid_part:
             want = [sum(sum(_kept_by(p, counted, a, b).values()) for p in per.values()) for a in kw["l0s"]
@@ -296,6 +305,16 @@ def check_key_record_sums(users, keys, calls) -> None:
 
 def _check_key_records(table, calls):
     check_key_record_sums(table["user"], table["item"], calls)
+
+
+def _check_key_records_auto(table, calls):
+    """``max_keys="auto"``: the persons' distinct keys counted on the grid where the data are (first), then the
+    key selection's bounding and sums, and every per-person sum, each against its definition."""
+    from userdp.vocabulary import max_items_grid_part
+
+    assert calls["key_record_sums"][0][0][0].func is max_items_grid_part
+    check_key_record_sums(table["user"], table["item"], calls)
+    _check_union(words=False)(table, calls)
 
 
 def _check_histogram(table, calls):
@@ -350,6 +369,7 @@ CHECKS = {
     "vocabulary, DP-SIPS, max_items auto": _check_edges(words=False),  # the bound chosen from the edges
     "key counts, public keys, bounds by GEM": _check_key_records,
     "key counts, selected keys, gaussian": _check_key_records,
+    "key counts, selected keys, max_keys auto": _check_key_records_auto,
     "histogram": _check_histogram,
     "linear, local": _check_means(None),
     "linear, central, BoundedEMDReduction": _check_means(5),
@@ -368,6 +388,7 @@ SPARK_SMOKE = (  # one release per kind of aggregate (the rest of the Spark colu
     "vocabulary, max_items auto",
     "vocabulary, DP-SIPS",  # the rounds run on the driver, from the edges every engine collects
     "key counts, public keys, bounds by GEM",
+    "key counts, selected keys, max_keys auto",  # max_keys chosen from sums computed on the executors
     "itemwise, central",  # keyed randomization and the count histogram (keyed sampling: test_spark_engine.py)
 )
 

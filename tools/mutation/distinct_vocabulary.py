@@ -9,6 +9,7 @@ _RV = "tests/releases/test_vocabulary.py::"
 _RC = "tests/releases/test_counts.py::"
 _RS = "tests/vocabulary/test_sips.py::"
 _RB = "tests/vocabulary/test_union_bound.py::"
+_PV = "tests/plan/test_vocabulary_algorithms.py::"
 
 MUTANTS: list[Mutant] = [
     # --- per-key counts (the review's survivors first) ---------------------------------------------------------
@@ -87,6 +88,143 @@ MUTANTS: list[Mutant] = [
         (_RC + "test_the_samplers_get_the_three_way_split",),
         "Gaussian counts of selected keys get the whole delta while the key selection keeps its half: 1.5 delta spent",
         (3,),
+    ),
+    # --- per-key counts: max_keys="auto", chosen privately (issue 35) ----------------------------------------------
+    Mutant(
+        "counts-auto-max-keys-choice-at-the-whole-epsilon",
+        "budget-split",
+        "vocabulary/counts.py",
+        'choice = choose_max_items_with(record_sums, plan["epsilon_keys"], src)',
+        'choice = choose_max_items_with(record_sums, plan["epsilon"], src)',
+        (_RC + "test_the_default_max_keys_is_chosen_privately_and_charged",),
+        "max_keys is drawn at 2% of the release's whole epsilon while 2% of the selection's share is charged: "
+        "the choice spends more than the release states",
+        (1,),
+    ),
+    Mutant(
+        "counts-auto-max-keys-choice-not-charged",
+        "budget-split",
+        "vocabulary/counts.py",
+        'key_plan = plan_vocabulary(plan["epsilon_keys"], plan["delta_keys"], choice, "gaussian", False, 0.0)',
+        'key_plan = plan_vocabulary(plan["epsilon_keys"], plan["delta_keys"], choice.value, "gaussian", False, 0.0)',
+        (_RC + "test_the_default_max_keys_is_chosen_privately_and_charged",),
+        "the key selection is re-planned with the chosen max_keys as a plain number: the set union runs at the "
+        "whole selection share although the choice spent 2% of it (epsilon_keys + 2% spent)",
+        (1,),
+    ),
+    Mutant(
+        "counts-auto-max-keys-set-at-the-whole-epsilon",
+        "budget-split",
+        "vocabulary/counts.py",
+        'key_plan = plan_vocabulary(plan["epsilon_keys"], plan["delta_keys"], choice, "gaussian", False, 0.0)',
+        'key_plan = plan_vocabulary(plan["epsilon"], plan["delta_keys"], choice, "gaussian", False, 0.0)',
+        (_RC + "test_the_default_max_keys_is_chosen_privately_and_charged",),
+        "after the choice the key selection is calibrated with the release's whole epsilon: epsilon_keys spent "
+        "twice",
+        (1,),
+    ),
+    Mutant(
+        "counts-auto-max-keys-share-unstated",
+        "budget-split",
+        "vocabulary/counts.py",
+        'max_keys, eps_max_keys = int(cal.max_items), float(key_plan["epsilon_bound"])',
+        "max_keys, eps_max_keys = int(cal.max_items), 0.0",
+        (_RC + "test_the_default_max_keys_is_chosen_privately_and_charged",),
+        "the release spends the choice's share but its params and composed_of leave it out: the parts stated "
+        "add up to less than what was spent",
+        (3,),
+    ),
+    Mutant(
+        "counts-auto-max-keys-bounds-by-twice-the-choice",
+        "contribution-bound",
+        "vocabulary/counts.py",
+        "cap = int(cal.max_items)",
+        "cap = 2 * int(cal.max_items)",
+        (
+            _RC + "test_the_key_selection_sees_each_person_s_kept_keys_only",
+            _RC + "test_the_default_max_keys_is_chosen_privately_and_charged",
+        ),
+        "persons keep twice the keys the selection's threshold was calibrated for: a person's new keys pass "
+        "more often than delta allows",
+        (1,),
+    ),
+    Mutant(
+        "counts-default-max-keys-fixed",
+        "contribution-bound",
+        "releases/counts.py",
+        'max_keys: int | str = "auto",',
+        "max_keys: int | str = 100,",
+        (_RC + "test_the_default_max_keys_is_chosen_privately_and_charged",),
+        "the release's default goes back to a fixed 100 keys per person, whatever the data hold",
+        (1,),
+    ),
+    Mutant(
+        "counts-bad-max-keys-with-public-keys-accepted",
+        "refusal",
+        "vocabulary/counts.py",
+        "and 1 <= max_keys <= 10_000)):",
+        "and 0 <= max_keys)) and False:",
+        (_RC + "test_bad_max_keys_are_refused_before_the_data_are_read",),
+        "a bad max_keys with public keys is silently accepted: the same call refused without keys is released "
+        "with them",
+    ),
+    # --- userdp plan vocabulary --algorithm weighted|policy|sips (issue 35) ----------------------------------------
+    Mutant(
+        "plan-sips-single-round-threshold",
+        "threshold",
+        "plan/counts.py",
+        "return SelectionModel(pl, tuple(cal.rounds), None,",
+        'return SelectionModel(pl, (__import__("userdp.vocabulary", fromlist=["x"]).calibrate_union(pl["epsilon_set"], '
+        'pl["delta_set"], pl["max_items"]),), None,',
+        (_PV + "test_sips_plan_matches_the_release_rate_of_dp_sips",),
+        "the DP-SIPS plan uses the one-round union's threshold and noise at the set's share: it promises items "
+        "of 27 persons at 0.75 that DP-SIPS releases at 0.47",
+        (2,),
+    ),
+    Mutant(
+        "plan-sips-last-round-only",
+        "threshold",
+        "plan/counts.py",
+        "missed *= 1.0 - _release_probability(cal, h)",
+        "missed = 1.0 - _release_probability(cal, h)",
+        (_PV + "test_sips_plan_matches_the_release_rate_of_dp_sips",),
+        "the DP-SIPS plan counts the last round's chance only: with equal rounds it predicts 0.2 where the "
+        "release gives 0.5",
+        (2,),
+    ),
+    Mutant(
+        "plan-sips-schedule-ignored",
+        "budget-split",
+        "plan/counts.py",
+        "pl = plan_sips_vocabulary(epsilon, delta, max_items, noise, count_fraction, **sched)",
+        "pl = plan_sips_vocabulary(epsilon, delta, max_items, noise, count_fraction)",
+        (
+            _PV + "test_sips_plan_matches_the_release_rate_of_dp_sips",
+            _PV + "test_each_algorithm_plans_from_its_own_calibration",
+        ),
+        "the DP-SIPS plan ignores --rounds and --ratio: it plans the default schedule's budget split",
+        (2,),
+    ),
+    Mutant(
+        "plan-policy-without-its-cutoff",
+        "threshold",
+        "plan/counts.py",
+        "return SelectionModel(pl, (cal,), int(cal.cutoff),",
+        "return SelectionModel(pl, (cal,), None,",
+        (_PV + "test_policy_plan_matches_the_release_rate_and_its_cutoff",),
+        "the policy plan lets an item's weight grow past the cutoff: it promises release with probability 1 "
+        "to items the policy releases at 0.975",
+        (2,),
+    ),
+    Mutant(
+        "plan-policy-weighted-calibration",
+        "threshold",
+        "plan/counts.py",
+        "pl = plan_vocabulary(epsilon, delta, max_items, noise, True, count_fraction)",
+        "pl = plan_vocabulary(epsilon, delta, max_items, noise, False, count_fraction)",
+        (_PV + "test_policy_plan_matches_the_release_rate_and_its_cutoff",),
+        "the policy plan uses the weighted union's calibration (no cutoff, floor shares): not the policy's figures",
+        (2,),
     ),
     # --- the distinct count (Knop & Steinke, Algorithm 1) -------------------------------------------------------
     Mutant(

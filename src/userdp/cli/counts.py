@@ -11,6 +11,7 @@ from ..errors import ParameterError
 from .common import (
     DELTA,
     EPSILON,
+    MAX_ITEMS,
     add_input,
     add_release_options,
     charge_and_write_csv,
@@ -75,6 +76,9 @@ def cmd_counts(args: argparse.Namespace) -> int:
         "keys": rel.params["keys"],
         "bounds": f"L0 = {rel.value['l0']} keys per person, Linf = {rel.value['linf']} records per key "
         f"({rel.params['bounds']})",
+        **({"max_keys": f"{rel.params['max_keys']} keys per person for the selection ("
+            + (f"chosen privately with epsilon {rel.params['epsilon_max_keys']:.4g})" if rel.params["max_keys_chosen"]
+               else "given)")} if rel.params["max_keys"] is not None else {}),
         "epsilon": args.epsilon,
         "delta": args.delta or 0.0,
         "noise": args.noise,
@@ -120,9 +124,12 @@ def add_parser(sub) -> None:
     co.add_argument("--noise", choices=["laplace", "gaussian"], default="laplace", help="the counts' noise")
     co.add_argument(
         "--max-keys",
-        type=number(int, 1, 10_000),
-        default=100,
-        help="keys one person contributes to the key selection (without --keys)",
+        type=MAX_ITEMS,
+        default="auto",
+        help="without --keys: the most keys one person contributes to the key selection. auto (the default): "
+        "chosen privately from the persons' numbers of distinct keys (a 90%% quantile on the grid 1, 2, 4, ..., "
+        "8192, with 2%% of the selection's epsilon, stated in the output); or a whole number in [1, 10000], "
+        "spending nothing on the choice",
     )
     co.add_argument("--show", type=number(int, 0, 10**6), default=20, help="how many keys to print")
     co.add_argument("--out", default=None, help="write every key and its count to this CSV file")

@@ -68,9 +68,16 @@ def _counts(args, conf, delta) -> dict:
     return out
 
 
+def _held_by(weight: float) -> str:
+    if weight == float("inf"):
+        return "never, however many persons hold it (the policy stops an item's weight at its cutoff)"
+    return f"an item held by {weight:.3g} persons (one item each)"
+
+
 def _vocabulary(args, conf, delta) -> dict:
     _parameter(args, "epsilon")
-    kw = {"max_items": args.max_items, "noise": args.noise, "count_fraction": args.count_fraction}
+    kw = {"max_items": args.max_items, "noise": args.noise, "count_fraction": args.count_fraction,
+          "algorithm": args.algorithm, "rounds": args.rounds, "ratio": args.ratio}  # fmt: skip
     if not delta:
         raise ParameterError("a vocabulary needs --delta (e.g. 1e-6)")
     out: dict = {}
@@ -85,10 +92,17 @@ def _vocabulary(args, conf, delta) -> dict:
         held[f"an item held by {args.persons} persons"] = (
             f"released with probability {p.extra['release probability']:.3g}"
         )
+    rounds = {}
+    if p.extra["algorithm"] == "sips":
+        rounds["rounds"] = (f"{p.extra['rounds']} (ratio {p.extra['ratio']:g}): thresholds "
+                            + ", ".join(f"{t:.4g}" for t in p.extra["threshold"]) + " persons' weight, noise sd "
+                            + ", ".join(f"{x:.3g}" for x in p.extra["noise_sd"]))  # fmt: skip
     out.update({
         "at epsilon": eps,
-        "released with probability 1/2": f"an item held by {need[0.5]:.3g} persons (one item each)",
-        f"released with probability {conf:g}": f"an item held by {need[conf]:.3g} persons (one item each)",
+        "algorithm": p.extra["algorithm"],
+        **rounds,
+        "released with probability 1/2": _held_by(need[0.5]),
+        f"released with probability {conf:g}": _held_by(need[conf]),
         "an item only one person holds": f"released with probability at most {new:.3g}",
         **held,
         **({f"count error at confidence {conf:g}": p.quantiles[conf]} if p.quantiles else {}),
@@ -195,6 +209,7 @@ def add_parser(sub) -> None:
         epilog="examples:\n  userdp plan counts --epsilon 1 --bounds 8,4 --keys 251\n"
         "  userdp plan counts --target 50 --confidence 0.9 --bounds 8,4\n"
         "  userdp plan vocabulary --epsilon 1 --delta 1e-6 --persons 40\n"
+        "  userdp plan vocabulary --epsilon 1 --delta 1e-6 --persons 40 --algorithm sips --rounds 3 --ratio 4\n"
         "  userdp plan distinct --epsilon 1 --persons 50000 --distinct 100000 --items-per-person 130\n"
         "  userdp plan linear --alpha 25 --persons 1083 --unit 52.4 --unit-name km\n"
         "  userdp plan frequency --alpha 100 --delta 1e-6 --persons 1083 --items-per-person 100 \\\n"
@@ -262,12 +277,27 @@ def add_parser(sub) -> None:
                     help="heatmap: ROWSxCOLS as userdp heatmap --grid (or N); default 256x256, as the heatmap's "
                     "default of 256 cells along the longer side")  # fmt: skip
     pl.add_argument("--points-per-person", type=number(float, 1, 10**7), default=None, help="heatmap: mean points")
-    pl.add_argument("--algorithm", default="auto", help="heatmap: the algorithm (as userdp heatmap)")
+    pl.add_argument("--algorithm", default=None,
+                    help="heatmap: the algorithm (as userdp heatmap; default auto); vocabulary: the selection, "
+                    "weighted (the default, as userdp vocabulary), policy (Laplace noise, the default with it) or "
+                    "sips (DP-SIPS: --rounds, --ratio), each planned from its own calibration")  # fmt: skip
+    pl.add_argument("--rounds", type=number(int, 1, 10), default=None,
+                    help="vocabulary --algorithm sips: DP-SIPS's rounds (default 3)")  # fmt: skip
+    pl.add_argument("--ratio", type=number(float, 0.1, 10.0), default=None,
+                    help="vocabulary --algorithm sips: round i gets ratio^(i-1) / sum_j ratio^(j-1) of the set's "
+                    "budget (default 4)")  # fmt: skip
     pl.add_argument("--json", action="store_true", help="print JSON")
     pl.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.release != "vocabulary" and (args.rounds is not None or args.ratio is not None):
+        raise ParameterError("--rounds and --ratio plan DP-SIPS: plan vocabulary --algorithm sips")
+    if args.release == "heatmap" and args.algorithm is None:
+        args.algorithm = "auto"
+    elif args.release not in ("heatmap", "vocabulary") and args.algorithm is not None:
+        raise ParameterError("--algorithm is for plan vocabulary and plan heatmap")
     if args.noise is None:
-        args.noise = "laplace" if args.release == "counts" else "gaussian"
+        policy = args.release == "vocabulary" and args.algorithm == "policy"
+        args.noise = "laplace" if args.release == "counts" or policy else "gaussian"
     return cmd_plan(args)

@@ -8,7 +8,8 @@ sizes: the calibrated predictors), with the paper's theorem bound beside it:
 
 * :func:`key_counts` -- records per key (lattice Laplace: exact; lattice Gaussian: within one step); the
   records dropped by the bounds are a bias the data decide and are not included.
-* :func:`vocabulary` -- the weighted private vocabulary: the weight an item needs to be released, the
+* :func:`vocabulary` -- the private vocabulary (weighted, policy or DP-SIPS selection, one model each:
+  :data:`VOCABULARY_MODELS`): the weight an item needs to be released, the
   release probability of an item held by ``n`` persons, and its count's noise.
 * :func:`distinct` -- Knop & Steinke's distinct count: the exact law on a count curve (given or
   :func:`synthetic_curve`), and Theorem 1.1 / Eq. (8) with userdp's constants (:func:`theorem_bound`),
@@ -29,13 +30,24 @@ would refuse, and never clamps.
 from __future__ import annotations
 
 from .common import Prediction
-from .counts import histogram, key_counts, key_counts_epsilon, vocabulary, vocabulary_epsilon
+from .counts import (
+    VOCABULARY_MODELS,
+    SelectionModel,
+    histogram,
+    key_counts,
+    key_counts_epsilon,
+    vocabulary,
+    vocabulary_epsilon,
+    vocabulary_model,
+)
 from .dem import frequency, frequency_alpha, linear, linear_alpha
 from .distinct import distinct, distinct_epsilon, general_bound, greedy_bound, synthetic_curve, theorem_bound
 from .heatmap import heatmap, heatmap_epsilon, synthetic_grid_sum
 
 __all__ = [
+    "VOCABULARY_MODELS",
     "Prediction",
+    "SelectionModel",
     "distinct",
     "distinct_epsilon",
     "frequency",
@@ -54,4 +66,5 @@ __all__ = [
     "greedy_bound",
     "vocabulary",
     "vocabulary_epsilon",
+    "vocabulary_model",
 ]

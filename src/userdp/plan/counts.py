@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..errors import ParameterError
 from ..noise import calibrate_gaussian, calibrate_laplace
@@ -17,7 +18,16 @@ from .common import (
     smallest_reaching,
 )
 
-__all__ = ["histogram", "key_counts", "key_counts_epsilon", "vocabulary", "vocabulary_epsilon"]
+__all__ = [
+    "VOCABULARY_MODELS",
+    "SelectionModel",
+    "histogram",
+    "key_counts",
+    "key_counts_epsilon",
+    "vocabulary",
+    "vocabulary_epsilon",
+    "vocabulary_model",
+]
 
 
 def key_counts(
@@ -94,10 +104,110 @@ def _release_probability(cal, weight_steps: int) -> float:
     return float(ndtr(-(m - 0.5) / cal.scale))
 
 
+@dataclass(frozen=True)
+class SelectionModel:
+    """What :func:`vocabulary` predicts for one selection algorithm, from the library's own plan of it.
+
+    Attributes
+    ----------
+    plan:
+        The library's plan of the release (:func:`userdp.vocabulary.plan_vocabulary` or
+        :func:`userdp.vocabulary.plan_sips_vocabulary`): the budget split, ``"calibration"``, ``"max_items"``.
+    rounds:
+        The :class:`~userdp.vocabulary.UnionCalibration` of each round of the selection (one for a one-round
+        union): an item of weight ``h`` is missed by round ``i`` with probability ``1 - P[h + Z_i >= T_i]``,
+        independently (each round draws its own noise).
+    cap:
+        The most weight the modelled item can get (the policy's cutoff ``Gamma``), or ``None``.
+    modelled:
+        The basis's sentence: what the probability is, and what it leaves out.
+    """
+
+    plan: dict
+    rounds: tuple
+    cap: int | None
+    modelled: str
+
+    def release_probability(self, weight_steps: int) -> float:
+        """The probability that an item whose holders give it ``weight_steps`` lattice steps in every round
+        is released by some round (capped at :attr:`cap`)."""
+        h = int(weight_steps) if self.cap is None else min(int(weight_steps), self.cap)
+        missed = 1.0
+        for cal in self.rounds:
+            missed *= 1.0 - _release_probability(cal, h)
+        return 1.0 - missed
+
+
+def _weighted_model(epsilon, delta, max_items, noise, count_fraction, rounds, ratio) -> SelectionModel:
+    from ..vocabulary import plan_vocabulary
+
+    pl = plan_vocabulary(epsilon, delta, max_items, noise, False, count_fraction)
+    return SelectionModel(pl, (pl["calibration"],), None,
+                          "P(h + noise >= T) for an item of weight h: its holders each give it their weight's "
+                          "share (1/k Laplace, 1/sqrt(k) Gaussian, k kept items), exact on the lattice")  # fmt: skip
+
+
+def _policy_model(epsilon, delta, max_items, noise, count_fraction, rounds, ratio) -> SelectionModel:
+    from ..vocabulary import plan_vocabulary
+
+    pl = plan_vocabulary(epsilon, delta, max_items, noise, True, count_fraction)
+    cal = pl["calibration"]
+    return SelectionModel(pl, (cal,), int(cal.cutoff),
+                          "P(h + noise >= T) with the policy's threshold and noise, for h the weight every holder "
+                          "gives the item at least (1/k of their unit, k kept items) capped at the cutoff "
+                          f"{cal.cutoff / cal.unit:.4g}; not modelled: the weight holders move to it from their "
+                          "other items already at the cutoff (the policy's gain over the weighted union), so "
+                          "the probability is a lower bound, exact when those items stay below the cutoff")  # fmt: skip
+
+
+def _sips_model(epsilon, delta, max_items, noise, count_fraction, rounds, ratio) -> SelectionModel:
+    from ..vocabulary import plan_sips_vocabulary
+
+    sched = {k: v for k, v in (("rounds", rounds), ("ratio", ratio)) if v is not None}
+    pl = plan_sips_vocabulary(epsilon, delta, max_items, noise, count_fraction, **sched)
+    cal = pl["calibration"]
+    return SelectionModel(pl, tuple(cal.rounds), None,
+                          f"the probability that an item of weight h is released by some round of DP-SIPS's "
+                          f"{len(cal.rounds)} (1 - prod_i (1 - P(h + noise_i >= T_i)), each round's threshold "
+                          f"and noise: calibrate_sips, ratio {pl['ratio']:g}), h its holders' weight in every round "
+                          "(1/sqrt(k), k kept items); the holders' other items released in earlier rounds raise "
+                          "their weight later (not modelled), so the probability is a lower bound, exact when "
+                          "they hold one item each or their other items are not released first")  # fmt: skip
+
+
+VOCABULARY_MODELS = {"weighted": _weighted_model, "policy": _policy_model, "sips": _sips_model}
+"""One model per selection algorithm of the vocabulary release (``algorithm=``), each built from the
+library's own plan and calibration: a new algorithm is one more entry."""
+
+
+def vocabulary_model(
+    epsilon: float,
+    delta: float,
+    *,
+    algorithm: str | None = None,
+    rounds: int | None = None,
+    ratio: float | None = None,
+    max_items: int | str = "auto",
+    noise: str = "gaussian",
+    count_fraction: float = 0.5,
+) -> SelectionModel:
+    """The :class:`SelectionModel` of the vocabulary release with these parameters (checked as the release
+    checks them: :func:`userdp.vocabulary.vocabulary_algorithm`, then the algorithm's own plan)."""
+    from ..vocabulary.union import vocabulary_algorithm
+
+    algo = vocabulary_algorithm(algorithm, False, rounds, ratio)
+    if algo not in VOCABULARY_MODELS:
+        raise ParameterError(f"no plan for the vocabulary's algorithm {algo!r} yet")
+    return VOCABULARY_MODELS[algo](epsilon, delta, max_items, noise, count_fraction, rounds, ratio)
+
+
 def vocabulary(
     epsilon: float,
     delta: float,
     *,
+    algorithm: str | None = None,
+    rounds: int | None = None,
+    ratio: float | None = None,
     max_items: int | str = "auto",
     noise: str = "gaussian",
     count_fraction: float = 0.5,
@@ -105,35 +215,55 @@ def vocabulary(
     items_each: int = 1,
     confidence: float = 0.9,
 ) -> Prediction:
-    """What :func:`userdp.releases.vocabulary` (weighted union) will release: the weight (in persons who
-    keep one item each) an item needs to be released with probability 1/2 and ``confidence``; with
-    ``persons``, the probability that an item held by that many persons, each keeping ``items_each`` items,
-    is released; and the quantiles of its count's noise.
+    """What :func:`userdp.releases.vocabulary` will release with the selection ``algorithm`` (``"weighted"``,
+    the release's default, ``"policy"`` with Laplace noise, or ``"sips"``, DP-SIPS with ``rounds`` and
+    ``ratio``): the weight (in persons who keep one item each) an item needs to be released with probability
+    1/2 and ``confidence`` (``inf`` where no weight reaches it: the policy caps an item's weight at its cutoff);
+    with ``persons``, the probability that an item held by that many persons, each
+    keeping ``items_each`` items (at most ``max_items`` of them kept), is released; and the quantiles of its
+    count's noise. Every figure comes from the algorithm's own plan and calibration
+    (:func:`userdp.vocabulary.plan_vocabulary`, :func:`userdp.vocabulary.plan_sips_vocabulary`:
+    threshold, noise, DP-SIPS's rounds, the budget split); the basis says what each probability is.
 
     With ``max_items="auto"`` (the release's default) the bound is chosen from the data, so no plan can know
     it: the figures are those of the grid's largest candidate (8192) with the selection's 2% of epsilon
     taken out. The threshold and the counts' noise grow with the bound, so they bound the chosen one's from
     above (the counts' noise by far: pass the bound you expect to plan it closer)."""
-    from ..vocabulary import person_weights, plan_vocabulary
+    from ..vocabulary import person_weights
 
     confidences(confidence)
-    plan = plan_vocabulary(epsilon, delta, max_items, noise, False, count_fraction)
+    model = vocabulary_model(epsilon, delta, algorithm=algorithm, rounds=rounds, ratio=ratio, max_items=max_items,
+                             noise=noise, count_fraction=count_fraction)  # fmt: skip
+    plan = model.plan
     cal = plan["calibration"]
     unit = cal.unit
     need = {}
+    top = max(c.threshold + 64 * c.scale for c in model.rounds)
     for p in (0.5, float(confidence)):
-        lo, hi = 0, cal.threshold + 64 * cal.scale
+        if model.release_probability(top) < p:  # no weight reaches p (the policy's cutoff caps an item's weight)
+            need[p] = math.inf
+            continue
+        lo, hi = 0, top
         while hi - lo > 1:  # smallest weight with release probability >= p
             mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if _release_probability(cal, mid) >= p else (mid, hi)
+            lo, hi = (lo, mid) if model.release_probability(mid) >= p else (mid, hi)
         need[p] = hi / unit
-    extra = {"weight needed": need, "threshold": cal.threshold / unit, "new item released at most": cal.delta_new}
+    thresholds = tuple(c.threshold / unit for c in model.rounds)
+    extra = {
+        "algorithm": plan["algorithm"],
+        "weight needed": need,
+        "threshold": thresholds[0] if len(thresholds) == 1 else thresholds,
+        "new item released at most": cal.delta_new,
+    }
+    if plan["algorithm"] == "sips":
+        sds = tuple(c.noise_sd_in_persons for c in model.rounds)
+        extra.update(rounds=plan["rounds"], ratio=plan["ratio"], noise_sd=sds)
     if plan["auto"]:
         extra["max_items"] = (f"auto: chosen from the data (2% of epsilon); these figures are for the largest "
                               f"candidate, {plan['max_items']}, and bound the chosen bound's from above")  # fmt: skip
     if persons is not None:
-        w = int(person_weights(max(1, min(int(items_each), plan["max_items"])), noise, unit))
-        extra["release probability"] = _release_probability(cal, int(persons) * w)
+        w = int(person_weights(max(1, min(int(items_each), plan["max_items"])), cal.noise, unit))
+        extra["release probability"] = model.release_probability(int(persons) * w)
     qs: dict[float, float] = {}
     if plan["count_fraction"] > 0:  # one person adds 1 to at most max_items counts: the key counts' noise
         qs = key_counts(plan["epsilon_counts"], plan["delta_counts"], l0=plan["max_items"], linf=1, noise=noise,
@@ -143,7 +273,7 @@ def vocabulary(
         "|noise| of one released item's person count",
         qs,
         noise == "laplace",
-        "the threshold and the noise of userdp.vocabulary.calibrate_union; the counts' lattice noise"
+        f"{plan['algorithm']}: {model.modelled}; the counts' lattice noise"
         + (f" (max_items auto: at the largest candidate, {plan['max_items']})" if plan["auto"] else ""),
         extra,
     )
@@ -158,13 +288,20 @@ def vocabulary_epsilon(
     items_each: int = 1,
     noise: str = "gaussian",
     count_fraction: float = 0.5,
+    algorithm: str | None = None,
+    rounds: int | None = None,
+    ratio: float | None = None,
 ) -> float:
     """The smallest epsilon (to 1%) at which an item held by ``persons`` persons, each keeping
-    ``items_each`` items, is released with at least ``probability`` (:func:`vocabulary`)."""
+    ``items_each`` items, is released with at least ``probability`` (:func:`vocabulary`, with the same
+    ``algorithm``, ``rounds`` and ``ratio``)."""
     if int(persons) < 1:
         raise ParameterError("persons must be at least 1")
+    kw = {"max_items": max_items, "noise": noise, "count_fraction": count_fraction, "algorithm": algorithm,
+          "rounds": rounds, "ratio": ratio}  # fmt: skip
+    vocabulary_model(1.0, delta, **kw)  # every refusal of the parameters before the search
     return smallest_epsilon(
-        lambda e: vocabulary(e, delta, max_items=max_items, noise=noise, count_fraction=count_fraction,
-                             persons=persons, items_each=items_each).extra["release probability"] >= probability,
+        lambda e: vocabulary(e, delta, persons=persons, items_each=items_each, **kw).extra["release probability"]
+        >= probability,
         lo=1e-2,
-    )  # fmt: skip
+    )

@@ -3,7 +3,9 @@ contribution bounds (keys per person ``L0``, records per key ``Linf``) chosen pr
 (:func:`userdp.vocabulary.private_key_counts`).
 
 Every per-person step runs where the data are (on Spark, on the executors), on batches of whole persons: the
-bounding of each person's keys to ``max_keys`` for the key selection
+persons' numbers of distinct keys for the private choice of ``max_keys`` (``max_keys="auto"``, the default,
+:meth:`~userdp.engines.Engine.key_record_sums`), the bounding of each person's keys to ``max_keys`` for the
+key selection
 (:meth:`~userdp.engines.Engine.bounded_item_sums`), the records each candidate bound keeps, and the bounded
 counts (:meth:`~userdp.engines.Engine.key_record_sums`). One row per key (or per candidate bound) reaches the
 driver, which selects, chooses the bounds and adds the noise (:func:`userdp.vocabulary.key_counts_from_sums`).
@@ -41,7 +43,7 @@ def key_counts(
     noise: str = "laplace",
     select_fraction: float = 0.2,
     key_fraction: float = 0.5,
-    max_keys: int = 100,
+    max_keys: int | str = "auto",
     l0s: tuple[int, ...] = BOUND_GRID,
     linfs: tuple[int, ...] = BOUND_GRID,
     engine: Engine | str | None = None,
@@ -60,7 +62,12 @@ def key_counts(
         their repeats (a review using "great" twice holds two records of it).
     keys:
         The public keys to count (a list of labels), or ``None`` to select them from the data privately.
-    bounds, noise, select_fraction, key_fraction, max_keys, l0s, linfs:
+    max_keys:
+        Keys selected from the data: the most keys one person contributes to the selection. ``"auto"`` (the
+        default): chosen privately, counted where the data are (each person's distinct keys,
+        :func:`userdp.vocabulary.choose_max_items_with`), with 2% of the selection's share of ``epsilon``;
+        or a whole number in ``[1, 10000]``. Unused with public ``keys``.
+    bounds, noise, select_fraction, key_fraction, l0s, linfs:
         As in :func:`userdp.vocabulary.private_key_counts`.
     engine, rng:
         As in :func:`userdp.releases.heatmap`.

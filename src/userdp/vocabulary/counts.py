@@ -269,11 +269,18 @@ def plan_key_counts(
     public_keys: bool = True,
     select_fraction: float = 0.2,
     key_fraction: float = 0.5,
-    max_keys: int = 100,
+    max_keys: int | str = "auto",
     l0s: tuple[int, ...] = BOUND_GRID,
     linfs: tuple[int, ...] = BOUND_GRID,
 ) -> dict:
-    """Check the parameters of :func:`private_key_counts` and split its budget, before any data is read."""
+    """Check the parameters of :func:`private_key_counts` and split its budget, before any data is read.
+
+    With keys selected from the data and ``max_keys="auto"`` (the default), the key selection's share
+    ``epsilon_keys`` is split as the vocabulary's ``max_items="auto"`` splits its budget
+    (:func:`~userdp.vocabulary.plan_vocabulary` with no counts): :func:`~userdp.vocabulary.auto_bound_epsilon`
+    of it (2%, no delta) chooses ``max_keys``, the rest calibrates the set union; every calibration is checked
+    at the grid's largest candidate (8192), so no chosen bound can be refused after the data are read.
+    ``"epsilon_max_keys"`` is the choice's share (0 with public keys or a whole ``max_keys``)."""
     from .union import check_noise_budget, plan_vocabulary
 
     eps, dlt = check_noise_budget(noise, epsilon, delta)  # delta in [0, 1)
@@ -313,8 +320,11 @@ def plan_key_counts(
     delta_keys = dlt / 2 if (not public_keys and noise == "gaussian") else (dlt if not public_keys else 0.0)
     delta_counts = dlt - delta_keys if noise == "gaussian" else 0.0
     key_plan = None
-    if not public_keys:  # the weighted Gaussian set union: the most keys of every selection measured
+    if not public_keys:  # the weighted Gaussian set union ("auto": max_keys chosen first, from its share)
         key_plan = plan_vocabulary(eps_keys, delta_keys, max_keys, "gaussian", False, 0.0)
+    elif not (max_keys == "auto" or (isinstance(max_keys, int | np.integer) and not isinstance(max_keys, bool)
+                                     and 1 <= max_keys <= 10_000)):  # fmt: skip
+        raise ParameterError(f"max_keys must be 'auto' or a whole number in [1, 10000], got {max_keys!r}")
     try:  # the most noise any candidate implies, for a public bound on the number of keys
         noise_mean_abs(max(l0s), max(linfs), eps_counts, delta_counts, noise, 1 << 31)
     except ParameterError as exc:
@@ -332,7 +342,8 @@ def plan_key_counts(
         "epsilon_counts": eps_counts,
         "delta_counts": delta_counts,
         "key_plan": key_plan,
-        "max_keys": int(max_keys),
+        "max_keys": max_keys if isinstance(max_keys, str) else int(max_keys),
+        "epsilon_max_keys": key_plan["epsilon_bound"] if key_plan is not None else 0.0,
     }
 
 
@@ -349,7 +360,7 @@ def private_key_counts(
     noise: str = "laplace",
     select_fraction: float = 0.2,
     key_fraction: float = 0.5,
-    max_keys: int = 100,
+    max_keys: int | str = "auto",
     l0s: tuple[int, ...] = BOUND_GRID,
     linfs: tuple[int, ...] = BOUND_GRID,
     rng: RngLike = None,
@@ -372,6 +383,13 @@ def private_key_counts(
         the data by the weighted Gaussian set union (``key_fraction`` of ``epsilon`` and half of ``delta``
         with Gaussian counts, all of it with Laplace counts; ``max_keys`` keys per person), and only selected
         keys are counted.
+    max_keys:
+        The most keys one person contributes to the key selection (unused with public keys). ``"auto"``
+        (the default): chosen privately from the persons' numbers of distinct keys exactly as the vocabulary's
+        ``max_items="auto"`` (:func:`~userdp.vocabulary.choose_max_items`: a 90% quantile on the grid
+        ``1, 2, 4, ..., 8192`` by the exponential mechanism) with 2% of the selection's share of ``epsilon``
+        and no delta; the set union runs at the rest. A whole number in ``[1, 10000]``: that public bound,
+        nothing spent on a choice.
     bounds:
         ``"auto"`` (GEM over ``l0s x linfs`` with ``select_fraction`` of the remaining budget) or a public
         pair ``(L0, Linf)``.
@@ -429,17 +447,23 @@ def key_counts_from_sums(
     (:func:`userdp.noise.keyed_keep`, a uniformly random subset: every engine keeps the same keys) before the
     set union; the bounds and the counts see each person restricted to the counted keys."""
     from ..noise import KeyedStreams, keyed_keep
-    from .union import _select, vocabulary_sum_columns
+    from .union import _select, choose_max_items_with, plan_vocabulary, vocabulary_sum_columns
 
     src = resolve_rng(rng)
     noise = plan["noise"]
+    key_plan = None
+    max_keys, eps_max_keys = None, 0.0  # (public keys: no selection, no bound on keys for it)
     if public_keys is not None:  # compared as text, as the engines code labels
         out_labels = np.unique(np.array([str(k) for k in public_keys], dtype=object)) if len(public_keys) else None
         if out_labels is None:
             raise ParameterError("public_keys is empty: list at least one key (or None to select them)")
         how_keys = "public keys"
     else:
-        cal = plan["key_plan"]["calibration"]
+        key_plan = plan["key_plan"]
+        if key_plan["auto"]:  # max_keys first: each person's distinct keys counted where the data are
+            choice = choose_max_items_with(record_sums, plan["epsilon_keys"], src)
+            key_plan = plan_vocabulary(plan["epsilon_keys"], plan["delta_keys"], choice, "gaussian", False, 0.0)
+        cal = key_plan["calibration"]
         streams = KeyedStreams.from_rng(src)
         cap = int(cal.max_items)
         weights = partial(vocabulary_sum_columns, noise="gaussian")
@@ -449,6 +473,7 @@ def key_counts_from_sums(
         chosen, _ = _select(sums[:, 0], cal, src, sums[:, 1] > 0)  # the selection sees each person's kept keys
         out_labels = np.sort(lab[chosen]).astype(object)
         how_keys = "keys selected by the weighted Gaussian set union"
+        max_keys, eps_max_keys = int(cal.max_items), float(key_plan["epsilon_bound"])
     n_keys = out_labels.size
     details = None
     eps_c, delta_c = plan["epsilon_counts"], plan["delta_counts"]
@@ -486,7 +511,9 @@ def key_counts_from_sums(
     error = ErrorStatement(
         f"each count has noise sd {sd:.3g} and counts each person's {l0} keys of most records, at most {linf} "
         f"records on each (bounds {chosen_how}); records beyond the bounds are dropped, so counts err low"
-    )
+        + (f"; the keys were selected from each person's at most {max_keys} keys "
+           f"({'chosen privately' if eps_max_keys > 0 else 'given'})" if max_keys is not None else "")
+    )  # fmt: skip
     params = {
         "epsilon": eps,
         "delta": dlt,
@@ -497,6 +524,10 @@ def key_counts_from_sums(
         "linf": int(linf),
         "epsilon_keys": plan["epsilon_keys"],
         "delta_keys": plan["delta_keys"],
+        "max_keys": max_keys,
+        "max_keys_chosen": eps_max_keys > 0,
+        "epsilon_max_keys": eps_max_keys,
+        "epsilon_key_set": key_plan["epsilon_set"] if key_plan is not None else 0.0,
         "epsilon_select": plan["epsilon_select"],
         "epsilon_counts": eps_c,
         "delta_counts": delta_c,
@@ -504,11 +535,23 @@ def key_counts_from_sums(
     }
     if details is not None:
         params["candidates"] = [f"{a}x{b}" for a, b in details["candidates"]]
+    user = Neighbours.ADD_REMOVE_USER
+    parts: dict = {}  # each step's guarantee; their sequential composition is the release's
+    if eps_max_keys > 0:
+        parts["max_keys"] = PureDP(eps_max_keys, user)
+    if key_plan is not None:
+        parts["keys"] = ApproxDP(key_plan["epsilon_set"], key_plan["delta_set"], user)
+    if plan["epsilon_select"] > 0:
+        parts["bounds"] = PureDP(plan["epsilon_select"], user)
+    parts["counts"] = ApproxDP(eps_c, delta_c, user) if delta_c > 0 else PureDP(eps_c, user)
     return Release(
         {"keys": out_labels, "counts": np.asarray(counts), "l0": int(l0), "linf": int(linf)},
         guarantee,
-        f"per-key counts, contribution bounds {chosen_how}"
+        ("max_keys chosen privately (exponential mechanism, a 90% quantile of the persons' key counts) + "
+         if eps_max_keys > 0 else "")
+        + f"per-key counts, contribution bounds {chosen_how}"
         + (" (GEM, Knop & Steinke's scores)" if plan["auto"] else ""),
         params,
         error,
-    )
+        {"composed_of": parts},
+    )  # fmt: skip
