@@ -158,6 +158,10 @@ def test_plan_vocabulary_per_algorithm(capsys):
     want = plan.vocabulary(2.0, 1e-6, algorithm="policy", noise="laplace", max_items=8, persons=40)
     assert got["algorithm"] == "policy" and got["basis"] == want.basis and "not modelled" in got["basis"]
     assert got["an item held by 40 persons"] == f"released with probability {want.extra['release probability']:.3g}"
+    assert main([*base, "--algorithm", "policy-greedy"]) == 0  # Laplace noise by default, as the policy's
+    got = json.loads(capsys.readouterr().out)
+    want = plan.vocabulary(2.0, 1e-6, algorithm="policy-greedy", noise="laplace", max_items=8, persons=40)
+    assert got["algorithm"] == "policy-greedy" and got["basis"] == want.basis and "not a bound" in got["basis"]
     assert main(base) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["algorithm"] == "weighted" and "rounds" not in got

@@ -96,6 +96,31 @@ def test_policy_plan_matches_the_release_rate_and_its_cutoff(memoized):
     assert 0.96 < p < 0.99 and pred.extra["weight needed"][0.99] == float("inf")
 
 
+def test_greedy_plan_matches_the_release_rate_and_its_threshold(memoized):
+    """The policy greedy union planned from its own calibration (its threshold covers a new item at the full
+    unit, above the policy Laplace's for k >= 2): for one-item persons each holder's whole unit goes to the
+    item, so the prediction is exact and matches ``private_vocabulary(greedy=True)``'s rate, mid-range and at
+    the cutoff."""
+    for n in (6, 60):
+        pred = plan.vocabulary(1.0, 1e-6, algorithm="policy-greedy", noise="laplace", max_items=1, persons=n,
+                               count_fraction=0, confidence=0.99)  # fmt: skip
+        p = pred.extra["release probability"]
+        assert pred.extra["algorithm"] == "policy-greedy"
+
+        def release(offsets, items, labels, s):
+            return private_vocabulary(offsets, items, labels, 1.0, 1e-6, max_items=1, noise="laplace", greedy=True,
+                                      count_fraction=0, rng=s)  # fmt: skip
+
+        rate = _rate(release, n)
+        assert _close(rate, p), (n, rate, p)
+    ref = plan_vocabulary(2.0, 1e-6, 50, "laplace", False, greedy=True)
+    g = plan.vocabulary(2.0, 1e-6, algorithm="policy-greedy", noise="laplace", max_items=50)
+    assert g.extra["threshold"] == ref["calibration"].threshold_in_persons
+    assert g.extra["new item released at most"] == ref["calibration"].delta_new
+    pol = plan.vocabulary(2.0, 1e-6, algorithm="policy", noise="laplace", max_items=50)
+    assert g.extra["threshold"] > pol.extra["threshold"]  # the greedy's new-item bound, not the water-filling's
+
+
 def test_each_algorithm_plans_from_its_own_calibration():
     """The threshold, noise and budget split each plan states are the library's plan of that algorithm:
     ``plan_vocabulary`` (weighted, policy) and ``plan_sips_vocabulary`` (DP-SIPS: every round's threshold), under

@@ -226,6 +226,27 @@ MUTANTS: list[Mutant] = [
         "the policy plan uses the weighted union's calibration (no cutoff, floor shares): not the policy's figures",
         (2,),
     ),
+    Mutant(
+        "plan-greedy-without-its-cutoff",
+        "threshold",
+        "plan/counts.py",
+        "greedy_cap = int(cal.cutoff)",
+        "greedy_cap = None",
+        (_PV + "test_greedy_plan_matches_the_release_rate_and_its_threshold",),
+        "the greedy plan lets an item's weight grow past the cutoff: it promises more than the release gives",
+        (2,),
+    ),
+    Mutant(
+        "plan-greedy-policy-calibration",
+        "threshold",
+        "plan/counts.py",
+        "pl = plan_vocabulary(epsilon, delta, max_items, noise, False, count_fraction, greedy=True)  # as the release",
+        "pl = plan_vocabulary(epsilon, delta, max_items, noise, True, count_fraction)  # as the release",
+        (_PV + "test_greedy_plan_matches_the_release_rate_and_its_threshold",),
+        "the greedy plan uses the policy Laplace's calibration (water-filling's new-item bound): a lower threshold "
+        "than the release's",
+        (2,),
+    ),
     # --- the distinct count (Knop & Steinke, Algorithm 1) -------------------------------------------------------
     Mutant(
         "distinct-gem-half-sensitivity",

@@ -279,8 +279,9 @@ def add_parser(sub) -> None:
     pl.add_argument("--points-per-person", type=number(float, 1, 10**7), default=None, help="heatmap: mean points")
     pl.add_argument("--algorithm", default=None,
                     help="heatmap: the algorithm (as userdp heatmap; default auto); vocabulary: the selection, "
-                    "weighted (the default, as userdp vocabulary), policy (Laplace noise, the default with it) or "
-                    "sips (DP-SIPS: --rounds, --ratio), each planned from its own calibration")  # fmt: skip
+                    "weighted (the default, as userdp vocabulary), policy or policy-greedy (Laplace noise, the "
+                    "default with them) or sips (DP-SIPS: --rounds, --ratio), each planned from its own "
+                    "calibration")  # fmt: skip
     pl.add_argument("--rounds", type=number(int, 1, 10), default=None,
                     help="vocabulary --algorithm sips: DP-SIPS's rounds (default 3)")  # fmt: skip
     pl.add_argument("--ratio", type=number(float, 0.1, 10.0), default=None,
@@ -298,6 +299,6 @@ def _run(args: argparse.Namespace) -> int:
     elif args.release not in ("heatmap", "vocabulary") and args.algorithm is not None:
         raise ParameterError("--algorithm is for plan vocabulary and plan heatmap")
     if args.noise is None:
-        policy = args.release == "vocabulary" and args.algorithm == "policy"
+        policy = args.release == "vocabulary" and args.algorithm in ("policy", "policy-greedy")
         args.noise = "laplace" if args.release == "counts" or policy else "gaussian"
     return cmd_plan(args)

@@ -175,7 +175,22 @@ def _sips_model(epsilon, delta, max_items, noise, count_fraction, rounds, ratio)
                           "they hold one item each or their other items are not released first")  # fmt: skip
 
 
-VOCABULARY_MODELS = {"weighted": _weighted_model, "policy": _policy_model, "sips": _sips_model}
+def _greedy_model(epsilon, delta, max_items, noise, count_fraction, rounds, ratio) -> SelectionModel:
+    from ..vocabulary import plan_vocabulary
+
+    pl = plan_vocabulary(epsilon, delta, max_items, noise, False, count_fraction, greedy=True)  # as the release
+    cal = pl["calibration"]
+    greedy_cap = int(cal.cutoff)  # no holder raises an item past the cutoff
+    basis = ("P(h + noise >= T) with the policy greedy union's threshold and noise, for h the weight holders "
+             f"give the item on average, capped at the cutoff {cal.cutoff / cal.unit:.4g}: a holder puts their "
+             "whole unit on their first item below the cutoff, and each of k kept items of equal local counts is "
+             "first with probability 1/k; exact for persons keeping one item each, an average otherwise (not a "
+             "bound: an item last in every holder's order gets nothing, one first in every order gets more)")
+    return SelectionModel(pl, (cal,), greedy_cap, basis)
+
+
+VOCABULARY_MODELS = {"weighted": _weighted_model, "policy": _policy_model, "sips": _sips_model,
+                     "policy-greedy": _greedy_model}  # fmt: skip
 """One model per selection algorithm of the vocabulary release (``algorithm=``), each built from the
 library's own plan and calibration: a new algorithm is one more entry."""
 
