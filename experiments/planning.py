@@ -29,7 +29,9 @@ removed and scored on them. The distinct count's spread windows (which offsets f
 90% bound and the median mix over) are chosen among the windows of :data:`REFIT_OFFSETS` on the other
 sources, Reddit's words and bigrams held out together (the same authors), as are TPC-H's and Foursquare's;
 the heatmap's and frequency estimation's multipliers of the upper quantiles (``MARGIN``) are refitted with
-each box or data set held out.
+each box or data set held out. Each fitted constant is then widened by one step of its grid (the window by one
+offset on each side, :func:`widen`; a multiplier by 0.05), the fit's own uncertainty, and scored held out
+both ways; ``userdp.plan.distinct.SPREAD_OFFSETS`` ships the widened window fitted on all sources.
 
 Writes experiments/results/planning.csv, planning_table.md, planning_coverage.csv, planning_coverage.md,
 planning_refit.csv, planning_refit_margins.csv, planning_refit.md and planning.png.
@@ -123,7 +125,7 @@ def distinct_rows(name, graph, runs, measured=None):
 
 
 #: The offsets (added to a data set's spread) among which the refit chooses the plan's windows.
-REFIT_OFFSETS = (-0.5, -0.25, 0.0, 0.25, 0.5, 0.75)
+REFIT_OFFSETS = (-1.0, -0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)
 #: Data sets of one source are held out together (Reddit's words and bigrams are the same authors).
 SOURCE = {"amazon fashion": "amazon", "foursquare venues": "foursquare", "foursquare categories": "foursquare",
           "reddit words": "reddit", "reddit bigrams": "reddit", "tpch parts": "tpch", "tpch suppliers": "tpch",
@@ -142,14 +144,17 @@ def window_stats(m: dict) -> dict:
     from userdp.plan.distinct import _abs_shortfall_quantile, _release_law, synthetic_curve
 
     sz = m["sizes"]
-    curves = {o: synthetic_curve(sz["persons"], sz["distinct"], sz["items_per_person"], 100, m["zipf"],
-                                 round(max(0.0, m["spread"] + o), 6)) for o in REFIT_OFFSETS}  # fmt: skip
-    laws = {(eps, o): _release_law(c, eps, 0.05, 0.5) for eps in EPSILONS for o, c in curves.items()}
+    def spread(o: float) -> float:
+        return round(max(0.0, m["spread"] + o), 6)
+
+    curves = {spread(o): synthetic_curve(sz["persons"], sz["distinct"], sz["items_per_person"], 100, m["zipf"],
+                                         spread(o)) for o in REFIT_OFFSETS}  # fmt: skip
+    laws = {(eps, s): _release_law(c, eps, 0.05, 0.5) for eps in EPSILONS for s, c in curves.items()}
     out = {}
     for w in _windows():
         q90, ratio, covered, total = [], [], 0, 0
-        for eps in EPSILONS:
-            parts = [laws[eps, o] for o in w]
+        for eps in EPSILONS:  # the spreads of the window, each once (as ``plan.distinct`` mixes them)
+            parts = [laws[eps, s] for s in dict.fromkeys(spread(o) for o in w)]
             law = tuple(np.concatenate([x[i] / (len(parts) if i == 0 else 1) for x in parts]) for i in range(4))
             q = _abs_shortfall_quantile(float(sz["distinct"]), law, 0.9)
             med = _abs_shortfall_quantile(float(sz["distinct"]), law, 0.5)
@@ -160,6 +165,15 @@ def window_stats(m: dict) -> dict:
             total += errs.size
         out[w] = {"coverage": covered / total, "q90": np.array(q90), "ratio": np.array(ratio)}
     return out
+
+
+def widen(w: tuple[float, ...]) -> tuple[float, ...]:
+    """The window ``w`` widened by one offset on each side (within :data:`REFIT_OFFSETS`): the uncertainty of
+    the fitted window itself. Fitted with one source left out, the window moves by one offset (IMDB out:
+    -0.25..+0.25; any other out: -0.5..+0.5), so a window fitted on a handful of data sets is uncertain by
+    about that much; the rule is fixed before scoring, not tuned on the held-out source."""
+    i, j = REFIT_OFFSETS.index(w[0]), REFIT_OFFSETS.index(w[-1])
+    return REFIT_OFFSETS[max(0, i - 1) : min(len(REFIT_OFFSETS), j + 2)]
 
 
 def choose_windows(stats: dict, names: list[str]) -> tuple[tuple, tuple]:
@@ -175,6 +189,16 @@ def choose_windows(stats: dict, names: list[str]) -> tuple[tuple, tuple]:
     return bound, median
 
 
+def _scored(stats: dict, n: str, bound: tuple, median: tuple) -> dict:
+    wide = widen(bound)
+    return {"bound window": bound, "coverage_q90": stats[n][bound]["coverage"], "widened window": wide,
+            "widened coverage_q90": stats[n][wide]["coverage"],
+            "widened ratio_min": float(stats[n][wide]["ratio"].min()),
+            "widened ratio_max": float(stats[n][wide]["ratio"].max()), "median window": median,
+            "ratio_min": float(stats[n][median]["ratio"].min()),
+            "ratio_max": float(stats[n][median]["ratio"].max())}  # fmt: skip
+
+
 def refit_distinct(measured: dict[str, dict]) -> pd.DataFrame:
     """Leave one source out: the windows are chosen on the other sources' data sets and scored on the held-out
     ones; the last rows choose on all (what ``userdp.plan.distinct`` ships: compare ``SPREAD_OFFSETS``)."""
@@ -188,17 +212,12 @@ def refit_distinct(measured: dict[str, dict]) -> pd.DataFrame:
         held = [n for n in names if SOURCE.get(n, n) == src]
         bound, median = choose_windows(stats, [n for n in names if n not in held])
         for n in held:
-            rows.append({"held out": src, "data": n, "bound window": bound, "median window": median,
-                         "coverage_q90": stats[n][bound]["coverage"],
-                         "ratio_min": float(stats[n][median]["ratio"].min()),
-                         "ratio_max": float(stats[n][median]["ratio"].max())})  # fmt: skip
+            rows.append({"held out": src, "data": n, **_scored(stats, n, bound, median)})
     bound, median = choose_windows(stats, names)
     for n in names:
-        rows.append({"held out": "none (all)", "data": n, "bound window": bound, "median window": median,
-                     "coverage_q90": stats[n][bound]["coverage"], "ratio_min": float(stats[n][median]["ratio"].min()),
-                     "ratio_max": float(stats[n][median]["ratio"].max())})  # fmt: skip
+        rows.append({"held out": "none (all)", "data": n, **_scored(stats, n, bound, median)})
     df = pd.DataFrame(rows)
-    for col in ("bound window", "median window"):
+    for col in ("bound window", "widened window", "median window"):
         df[col] = df[col].map(lambda w: f"{w[0]:+g}..{w[-1]:+g}")
     return df
 
@@ -224,11 +243,14 @@ def refit_margin(entries: list[dict], grid=MARGINS) -> pd.DataFrame:
         return float(grid[-1])
 
     names = list(dict.fromkeys(e["data"] for e in entries))
+    step = float(grid[1] - grid[0])
     rows = []
     for d in names:
         m = fitted([n for n in names if n != d]) if len(names) > 1 else float("nan")
         rows.append({"release": entries[0]["release"], "held out": d, "fitted margin": m,
                      "coverage_q90": coverage(d, m) if np.isfinite(m) else float("nan"),
+                     "widened margin": round(m + step, 2),  # one step of the grid: the fit's uncertainty
+                     "widened coverage_q90": coverage(d, m + step) if np.isfinite(m) else float("nan"),
                      "margin fitted on all": fitted(names)})  # fmt: skip
     return pd.DataFrame(rows)
 
