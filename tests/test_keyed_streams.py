@@ -249,6 +249,50 @@ def test_every_keyed_draw_reads_its_own_purpose(monkeypatch):
         assert np.intersect1d(first[a], first[b]).size == 0, (a, b)
 
 
+def test_dp_sips_rounds_each_read_their_own_bounding_purpose(monkeypatch):
+    """DP-SIPS keeps a fresh subset in every round: round ``r``'s bounding reads the purpose
+    :func:`~userdp.noise.sips_round_purpose` ``(r)``, the rounds' purposes differ from each other and from
+    every module purpose, and one user's streams for two rounds share no word."""
+    import userdp.noise.keyed as keyed
+    from userdp.noise import sips_round_purpose
+
+    rounds = [sips_round_purpose(r) for r in range(1, 11)]
+    module = {getattr(keyed, name) for name in dir(keyed) if name.endswith("_PURPOSE")}
+    assert len(set(rounds)) == len(rounds) and not set(rounds) & module
+    streams = KeyedStreams(4)
+    real, seen = KeyedStreams.batch, []
+
+    def spy(self, user_keys, purpose=""):
+        seen.append(purpose)
+        return real(self, user_keys, purpose)
+
+    monkeypatch.setattr(KeyedStreams, "batch", spy)
+    keyed.keyed_keep(streams, 7, 10, 3, purpose=rounds[1])
+    assert set(seen) == {rounds[1]}
+    monkeypatch.undo()
+    a, b = (streams.source(7, p).words(8) for p in rounds[:2])
+    assert np.intersect1d(a, b).size == 0
+
+
+def test_keyed_keep_for_many_users_is_the_per_user_choice():
+    """:class:`~userdp.noise.KeyedKeep`'s batch path (one AES call for all the users an engine bounds) keeps,
+    for every user, exactly the positions :func:`~userdp.noise.keyed_keep` gives that user alone."""
+    from userdp.noise import KeyedKeep, keyed_keep
+
+    streams = KeyedStreams(9)
+    rng = np.random.default_rng(2)
+    for cap, purpose in ((1, "set union: contribution bounding"), (3, "DP-SIPS: contribution bounding, round 2")):
+        keys = [5, -3, "p7", 12, 2**40]
+        sizes = rng.integers(cap + 1, 40, len(keys))
+        keep = KeyedKeep(streams, cap, purpose)
+        got = keep.many(np.array(keys, dtype=object), sizes)
+        start = 0
+        for k, n in zip(keys, sizes.tolist(), strict=True):
+            want = keyed_keep(streams, k, n, cap, purpose)
+            assert np.flatnonzero(got[start : start + n]).tolist() == want.tolist() == keep(k, n).tolist()
+            start += n
+
+
 def test_purpose_keys_and_counter_blocks_are_distinct():
     """The three keys a purpose derives (its AES key and its two counter-block keys) differ from each other and
     from every other purpose's, and distinct users get distinct counter blocks, integer keys (AES of their

@@ -126,23 +126,27 @@ def key_records_of(result) -> dict:
     return dict(zip(pairs, np.asarray(mult).tolist(), strict=True))
 
 
-def kept_positions(streams: KeyedStreams, person, size: int, cap: int) -> list[int]:
+def kept_positions(streams: KeyedStreams, person, size: int, cap: int, purpose: str = BOUND_PURPOSE) -> list[int]:
     """Which ``cap`` of a person's ``size`` items (in their labels' text order) the person keeps, by the
     definition: the positions of the ``cap`` smallest of the first ``size`` words of the person's keyed stream
-    for the bounding purpose (ties to the earlier position)."""
-    words = streams.source(person, BOUND_PURPOSE).words(size).tolist()
+    for the bounding purpose (DP-SIPS's rounds: the round's ``purpose``; ties to the earlier position)."""
+    words = streams.source(person, purpose).words(size).tolist()
     return sorted(sorted(range(size), key=lambda j: (words[j], j))[:cap])
 
 
-def item_sums(users, labels, cap: int, keep, weights) -> dict:
-    """:meth:`~userdp.engines.Engine.bounded_item_sums` from the definition: each person's distinct items in
-    their labels' text order; a person holding more than ``cap`` keeps ``keep(person, n)`` of them; a person
-    keeping ``k`` adds ``weights([k])[0]`` to each kept item. ``{label: row}``."""
+def item_sums(users, labels, cap: int, keep, weights, exclude=()) -> dict:
+    """:meth:`~userdp.engines.Engine.bounded_item_sums` from the definition: each person's distinct items less
+    the labels in ``exclude``, in their labels' text order; a person holding more than ``cap`` keeps
+    ``keep(person, n)`` of them; a person keeping ``k`` adds ``weights([k])[0]`` to each kept item.
+    ``{label: row}``."""
     out: dict = {}
+    gone = {str(x) for x in exclude}
     for u, xs in by_person(users, [str(x) for x in labels]).items():
-        held = sorted(set(xs))
+        held = sorted(set(xs) - gone)
         kept = [held[j] for j in keep(u, len(held))] if len(held) > cap else held
         assert len(kept) == min(len(held), cap)
+        if not kept:  # every item of the person's excluded
+            continue
         row = np.asarray(weights(np.array([len(kept)])))[0].tolist()
         for x in kept:
             out[x] = [a + b for a, b in zip(out.get(x, [0] * len(row)), row, strict=True)]

@@ -347,6 +347,12 @@ def test_bounded_item_sums_equal_the_definition(cap):
         want = brute.item_sums(users, items, cap, lambda p, n: brute.kept_positions(streams, p, n, cap),
                                _kept_and_held)  # fmt: skip
         assert brute.item_sums_of(got) == want
+        # DP-SIPS's later rounds: the excluded labels (text) leave every person's set before the bounding
+        gone = np.array(["10", "7", "not held"], dtype=object)
+        got = eng.bounded_item_sums(data, cap, partial(keyed_keep, streams, cap=cap), _kept_and_held, exclude=gone)
+        want = brute.item_sums(users, items, cap, lambda p, n: brute.kept_positions(streams, p, n, cap),
+                               _kept_and_held, gone)  # fmt: skip
+        assert brute.item_sums_of(got) == want and not {"10", "7"} & set(want)
 
 
 @pytest.mark.parametrize("shape", [(4, 6), (1200, 1000)])

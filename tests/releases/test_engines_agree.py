@@ -179,8 +179,12 @@ class _Recording:
     def edges(self, data):
         return self._kept("edges", super().edges(data))
 
-    def bounded_item_sums(self, data, cap, keep, weights):
-        return self._kept("bounded_item_sums", super().bounded_item_sums(data, cap, keep, weights), cap, keep, weights)
+    def bounded_item_sums(self, data, cap, keep, weights, exclude=None):
+        # (the edges the in-memory default reads inside are not the release's: on Spark none reach the driver)
+        before = list(self.calls["edges"])
+        out = super().bounded_item_sums(data, cap, keep, weights, exclude)
+        self.calls["edges"] = before
+        return self._kept("bounded_item_sums", out, cap, keep, weights, exclude)
 
     def key_records(self, data):
         return self._kept("key_records", super().key_records(data))
@@ -243,7 +247,8 @@ def _check_edges(words: bool):
 def _check_union(words: bool):
     def check(table, calls):
         users, items = _words(table) if words else (table["user"], table["item"])
-        (cap, keep, weights), got = _one(calls, "bounded_item_sums")
+        (cap, keep, weights, exclude), got = _one(calls, "bounded_item_sums")
+        assert exclude is None
         assert brute.item_sums_of(got) == brute.item_sums(users, items, cap, keep, weights)
         streams = keep.args[0]  # the release's keep: the definition's positions, from the bounding stream
         for person, held in brute.by_person(users, items).items():
@@ -252,6 +257,42 @@ def _check_union(words: bool):
                 assert keep(person, n).tolist() == brute.kept_positions(streams, person, n, cap)
 
     return check
+
+
+def _check_sips(table, calls):
+    """DP-SIPS: no edges reach the release; each of the three rounds asks the engine for the per-item sums of
+    every person's items less the labels released before (none in round 1, then a growing set of labels the
+    earlier rounds summed), each person bounded by the keyed stream of the round's own purpose; every round's
+    sums equal the definition's."""
+    from userdp.noise import sips_round_purpose
+
+    assert not calls["edges"]
+    rounds = calls["bounded_item_sums"]
+    assert len(rounds) == 3
+    users, items = table["user"], table["item"]
+    before: set = set()
+    summed: set = set()
+    for r, ((cap, keep, weights, exclude), got) in enumerate(rounds, start=1):
+        assert keep.purpose == sips_round_purpose(r) and keep.cap == cap
+        gone = set(np.asarray(exclude).tolist())
+        assert before <= gone <= summed and (r > 1 or not gone)
+        before = gone
+        summed |= set(brute.item_sums_of(got))
+        assert brute.item_sums_of(got) == brute.item_sums(users, items, cap, keep, weights, gone)
+        streams = keep.streams
+        for person, held in brute.by_person(users, items).items():
+            n = len(set(held) - gone)
+            if n > cap:
+                assert keep(person, n).tolist() == brute.kept_positions(streams, person, n, cap, sips_round_purpose(r))
+    assert before, "no item released before the last round: the exclusion is not exercised"
+
+
+def _check_sips_auto(table, calls):
+    from userdp.vocabulary import MAX_ITEMS_GRID, max_items_grid_part
+
+    ((fn, width), _), = calls["key_record_sums"]
+    assert fn.func is max_items_grid_part and width == len(MAX_ITEMS_GRID) + 1
+    _check_sips(table, calls)
 
 
 def _check_union_auto(table, calls):
@@ -365,8 +406,8 @@ CHECKS = {
     "vocabulary": _check_union(words=False),
     "vocabulary, max_items auto": _check_union_auto,
     "vocabulary, words, laplace": _check_union(words=True),
-    "vocabulary, DP-SIPS": _check_edges(words=False),
-    "vocabulary, DP-SIPS, max_items auto": _check_edges(words=False),  # the bound chosen from the edges
+    "vocabulary, DP-SIPS": _check_sips,
+    "vocabulary, DP-SIPS, max_items auto": _check_sips_auto,  # the bound chosen where the data are
     "key counts, public keys, bounds by GEM": _check_key_records,
     "key counts, selected keys, gaussian": _check_key_records,
     "key counts, selected keys, max_keys auto": _check_key_records_auto,
@@ -386,7 +427,7 @@ SPARK_SMOKE = (  # one release per kind of aggregate (the rest of the Spark colu
     "distinct",
     "vocabulary",
     "vocabulary, max_items auto",
-    "vocabulary, DP-SIPS",  # the rounds run on the driver, from the edges every engine collects
+    "vocabulary, DP-SIPS",  # each round's bounding and sums on the executors, the released set broadcast
     "key counts, public keys, bounds by GEM",
     "key counts, selected keys, max_keys auto",  # max_keys chosen from sums computed on the executors
     "itemwise, central",  # keyed randomization and the count histogram (keyed sampling: test_spark_engine.py)
@@ -571,3 +612,20 @@ def test_items_outside_the_domain_are_dropped_alike_on_every_engine_and_never_re
     auto = run(plus, None)  # engine="auto" picks by the input's size: the release records "auto", not its pick
     _same(base, auto)
     assert auto.params.get("engine", "auto") == "auto"
+
+
+@pytest.mark.slow  # two Spark releases (the smoke set's DP-SIPS release checks the same without the patch)
+@pytest.mark.parametrize("max_items", [3, "auto"])
+def test_sips_on_spark_collects_no_edges(max_items, spark_engine, monkeypatch):
+    """DP-SIPS on Spark: every round's bounding and per-item sums run on the executors, so the release is the
+    in-memory one with the engine's ``edges`` (the person-item pairs collected on the driver) made to fail."""
+    from userdp.engines.spark import SparkEngine
+
+    def no_edges(self, data):
+        raise AssertionError("the person-item edges were collected on the driver")
+
+    table = _table(False)
+    want = releases.vocabulary(table, 4.0, 1e-3, max_items=max_items, algorithm="sips", rng=5)
+    monkeypatch.setattr(SparkEngine, "edges", no_edges)
+    df = spark_engine.spark.createDataFrame(table.to_pandas()).repartition(3)
+    _same(want, releases.vocabulary(df, 4.0, 1e-3, max_items=max_items, algorithm="sips", engine=spark_engine, rng=5))

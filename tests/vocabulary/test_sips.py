@@ -252,9 +252,19 @@ def _spied(monkeypatch):
         seen["bound"].append(max_items)
         return bound(offsets, items, max_items, rng)
 
+    import importlib
+
+    release = importlib.import_module("userdp.releases.vocabulary")  # (the package's `vocabulary` is the function)
+    round_sums = release._sips_round_sums
+
+    def round_spy(eng, data, streams, round_, cap, released):  # the release's rounds: bounded by the engine
+        seen["bound"].append(cap)
+        return round_sums(eng, data, streams, round_, cap, released)
+
     monkeypatch.setattr(union, "exponential_mechanism", em_spy)
     monkeypatch.setattr(sips, "_select", select_spy)
     monkeypatch.setattr(sips, "bound_contributions", bound_spy)
+    monkeypatch.setattr(release, "_sips_round_sums", round_spy)
     return seen
 
 
@@ -346,3 +356,125 @@ def test_auto_with_sips_plans_every_candidate_and_refuses_before_the_data():
     for bad in ("Auto", 0, 10_001, 2.5, True, None, BoundChoice(64, 0.0), BoundChoice(100, eps * AUTO_FRACTION)):
         with pytest.raises(ParameterError, match="max_items"):
             releases.vocabulary(Unreadable(), eps, delta, max_items=bad, algorithm="sips")
+
+
+# --- the release's path: every round bounded and summed by the engine (where the data are) ---------------------
+
+
+def _engine_rounds(monkeypatch):
+    """Every round's call of the memory engine's per-item sums, as the release makes it: ``(exclude, labels,
+    sums)``."""
+    from userdp.engines import MemoryEngine
+
+    seen = []
+    real = MemoryEngine.bounded_item_sums
+
+    def spy(self, data, cap, keep, weights, exclude=None):
+        out = real(self, data, cap, keep, weights, exclude)
+        seen.append((exclude, *out))
+        return out
+
+    monkeypatch.setattr(MemoryEngine, "bounded_item_sums", spy)
+    return seen
+
+
+def _table_of(persons):
+    import pyarrow as pa
+
+    users = np.repeat(np.arange(len(persons)), [len(p) for p in persons])
+    return pa.table({"user": users, "item": [str(x) for p in persons for x in p]})
+
+
+def test_the_release_s_rounds_remove_the_items_released_before_bounding(monkeypatch):
+    """The release (memory engine): item ``a`` is held by 2,000 persons (released in round 1); three persons
+    hold ``a`` and ``b`` and keep one (max_items 1). Round 2 hands the engine the released ``a`` to remove, so
+    the three keep ``b``: its weight is 3 U (in round 1, U per person who happened to keep it)."""
+    from userdp import releases
+
+    seen = _engine_rounds(monkeypatch)
+    table = _table_of([["a"]] * 2000 + [["a", "b"]] * 3)
+    checked = 0
+    for seed in range(6):
+        seen.clear()
+        rel = releases.vocabulary(table, 4.0, 1e-5, max_items=1, algorithm="sips", rounds=2, ratio=1.0, rng=seed)
+        (ex1, lab1, s1), (ex2, lab2, s2) = seen
+        r1 = dict(zip(lab1.tolist(), s1[:, 0].tolist(), strict=True))
+        assert len(ex1) == 0 and r1["a"] >= 2000 * UNIT and r1["a"] + r1.get("b", 0) == 2003 * UNIT
+        assert "a" in rel.value["items"].tolist() and "a" in ex2.tolist()
+        if "b" not in ex2.tolist():
+            assert lab2.tolist() == ["b"] and s2.tolist() == [[3 * UNIT, 3]]
+            checked += 1
+    assert checked >= 4
+
+
+def test_the_release_s_rounds_keep_fresh_uniform_subsets(monkeypatch):
+    """Each round keeps a uniformly random subset of what a person has left, drawn afresh (Algorithm 1): 2,000
+    persons hold three items each (nobody else holds them: nothing is released) and keep one (max_items 1).
+    In every round each of a person's items is kept by about a third of the persons, and two rounds keep the
+    same item for about a third of them (within 5 standard errors): rounds reading one keyed stream would
+    keep the same item every time."""
+    from userdp import releases
+
+    seen = _engine_rounds(monkeypatch)
+    n = 2000
+    table = _table_of([[f"p{p:04d}-{j}" for j in range(3)] for p in range(n)])
+    releases.vocabulary(table, 1.0, 1e-5, max_items=1, algorithm="sips", count_fraction=0.0, rng=4)
+    kept = []
+    for ex, lab, sums in seen:
+        assert len(ex) == 0 and lab.size == n and (sums[:, 1] == 1).all()  # one item a person, none released
+        kept.append(np.array([int(x[-1]) for x in lab.tolist()]))
+    assert len(kept) == 3
+    se = math.sqrt(2 / 9 / n)
+    for k in kept:
+        assert all(abs(np.mean(k == j) - 1 / 3) <= 5 * se for j in range(3))
+    for a in range(3):
+        for b in range(a + 1, 3):
+            assert abs(np.mean(kept[a] == kept[b]) - 1 / 3) <= 5 * se, (a, b)
+
+
+def test_the_release_path_has_the_stated_noise_in_every_round():
+    """:func:`test_the_sampler_path_has_the_stated_noise_in_every_round` on the release (memory engine, the
+    per-item sums from the engine): two groups of 3,000 items, each held by h persons holding nothing else,
+    h chosen for about 15% and 85% released; each group's share released matches the calibration's widths and
+    thresholds within 4 standard errors, and widths 30% off in every round are rejected."""
+    from scipy.stats import norm
+
+    from userdp import releases
+
+    eps, delta, m, n = 1.0, 1e-5, 10, 3000
+    cal = calibrate_sips(eps, delta, m)
+
+    def share(h, scale=1.0):
+        keep_out = 1.0
+        for rc in cal.rounds:
+            keep_out *= norm.cdf((rc.threshold - h * UNIT - 0.5) / (rc.scale * scale))
+        return 1.0 - keep_out
+
+    hs = [min(range(1, 400), key=lambda x, t=t: abs(share(x) - t)) for t in (0.15, 0.85)]
+    items = np.r_[np.repeat(np.arange(n), hs[0]), np.repeat(np.arange(n, 2 * n), hs[1])]
+    table = _table_of([[f"i{x:05d}"] for x in items])
+    rel = releases.vocabulary(table, eps, delta, max_items=m, algorithm="sips", count_fraction=0.0, rng=3)
+    assert rel.params["thresholds"] == list(cal.thresholds) and rel.params["noise_sds"] == list(cal.noise_sds)
+    codes = np.array([int(x[1:]) for x in rel.value["items"].tolist()])
+    for g, h in enumerate(hs):
+        p = share(h)
+        se = math.sqrt(p * (1 - p) / n)
+        got = np.count_nonzero((codes >= g * n) & (codes < (g + 1) * n)) / n
+        assert abs(got - p) <= 4 * se, (h, got, p)
+        for wrong in (0.7, 1.3):
+            assert abs(share(h, wrong) - p) > 8 * se, (h, wrong)
+
+
+def test_the_release_counts_the_first_round_s_kept_items():
+    """The release (memory engine): items from the rounds, counts of the persons holding each among their first
+    round's kept items (one per person here, max_items 1), as :func:`sips_vocabulary` counts them."""
+    from userdp import releases
+    from userdp.privacy.guarantees import ApproxDP, Neighbours
+
+    table = _table_of([["a", "b", "c"]] * 300 + [["d"]] * 40 + [["e"]])
+    rel = releases.vocabulary(table, 4.0, 1e-6, max_items=1, algorithm="sips", rng=2)
+    assert rel.guarantee == ApproxDP(4.0, 1e-6, Neighbours.ADD_REMOVE_USER) and rel.params["max_items"] == 1
+    got = dict(zip(rel.value["items"].tolist(), rel.value["counts"].tolist(), strict=True))
+    assert "e" not in got and {"a", "b", "c", "d"} <= set(got)
+    assert sum(got[x] for x in "abc") == pytest.approx(300, abs=6 * 3 * rel.params["count_sd"])
+    assert got["d"] == pytest.approx(40, abs=6 * rel.params["count_sd"])

@@ -642,6 +642,101 @@ MUTANTS: list[Mutant] = [
         "epsilon although the choice spent its share",
         (1,),
     ),
+    # --- DP-SIPS where the data are: each round's sums from the engine (releases/vocabulary.py, sips.py) ----------
+    Mutant(
+        "sips-release-every-round-with-round-one-s-purpose",
+        "keyed-purpose",
+        "releases/vocabulary.py",
+        "KeyedKeep(streams, cap, purpose=sips_round_purpose(round_))",
+        "KeyedKeep(streams, cap, purpose=sips_round_purpose(1))",
+        (_RS + "test_the_release_s_rounds_keep_fresh_uniform_subsets",),
+        "the release's rounds all bound each person with round 1's keyed words: a person keeps the same items "
+        "in every round instead of a fresh random subset of what is left",
+        (6,),
+    ),
+    Mutant(
+        "sips-sums-released-items-not-removed",
+        "contribution-bound",
+        "vocabulary/sips.py",
+        "labels, sums = item_sums(i + 1, cal.max_items, released)",
+        "labels, sums = item_sums(i + 1, cal.max_items, released[:0])",
+        (
+            _RS + "test_the_release_s_rounds_remove_the_items_released_before_bounding",
+            "tests/releases/test_engines_agree.py::test_memory_and_chunked_releases_are_identical_and_their_"
+            "aggregates_right[vocabulary, DP-SIPS]",
+        ),
+        "the engine's rounds are not told the items released so far: every round bounds and weights the whole "
+        "sets again (repeated one-round unions; the adaptive gain the algorithm exists for is gone)",
+    ),
+    Mutant(
+        "sips-sums-round-not-bounded",
+        "contribution-bound",
+        "vocabulary/sips.py",
+        "labels, sums = item_sums(i + 1, cal.max_items, released)",
+        "labels, sums = item_sums(i + 1, 1 << 20, released)",
+        (
+            _RS + "test_the_default_bound_is_chosen_first_and_every_round_uses_it",
+            "tests/releases/test_engines_agree.py::test_memory_and_chunked_releases_are_identical_and_their_"
+            "aggregates_right[vocabulary, DP-SIPS]",
+        ),
+        "the release's rounds ask the engine to bound each person by a huge cap, not max_items: a person "
+        "holding 1,000 items moves the histogram by far more than one unit",
+    ),
+    Mutant(
+        "sips-sums-every-round-with-the-last-calibration",
+        "noise-scale",
+        "vocabulary/sips.py",
+        "chosen, noisy = _select(sums[:, 0], rc, src)",
+        "chosen, noisy = _select(sums[:, 0], cal.rounds[-1], src)",
+        (_RS + "test_the_release_path_has_the_stated_noise_in_every_round",),
+        "the release's rounds all draw the last round's (smallest) noise and threshold: the early rounds spend "
+        "more than their share",
+    ),
+    Mutant(
+        "sips-sums-counts-of-the-weights",
+        "sensitivity",
+        "vocabulary/sips.py",
+        "first_labels, first_holders = labels, sums[:, 1]",
+        "first_labels, first_holders = labels, sums[:, 0]",
+        (_RS + "test_the_release_counts_the_first_round_s_kept_items",),
+        "the release counts each item's weight (U / sqrt(k) per person), not its holders: the counts are "
+        "a million times the persons and their noise is calibrated for a count",
+    ),
+    Mutant(
+        "bounded-items-exclusion-ignored",
+        "contribution-bound",
+        "engines/base.py",
+        "left = ~gone[items]",
+        "left = np.ones(items.size, dtype=bool)",
+        (
+            "tests/engines/test_memory_engine.py::test_bounded_item_sums_equal_the_definition",
+            "tests/releases/test_engines_agree.py::test_memory_and_chunked_releases_are_identical_and_their_"
+            "aggregates_right[vocabulary, DP-SIPS]",
+        ),
+        "the engine leaves the excluded labels in every person's set: DP-SIPS's later rounds bound and weight "
+        "items already released",
+        (4,),
+    ),
+    Mutant(
+        "duckdb-exclusion-ignored",
+        "contribution-bound",
+        "engines/duckdb.py",
+        "WHERE i NOT IN (SELECT i FROM {gone})",
+        "WHERE i IS NOT NULL",
+        ("tests/engines/test_duckdb_engine.py::test_every_aggregate_equals_the_memory_engine_and_the_definition",),
+        "DuckDB leaves the excluded labels in every person's set: DP-SIPS's later rounds bound and weight items "
+        "already released (and the engines' releases differ)",
+    ),
+    Mutant(
+        "spark-exclusion-not-broadcast",
+        "contribution-bound",
+        "engines/spark.py",
+        "out = None if gone is None else gone.value",
+        "out = None",
+        ("tests/engines/test_spark_engine.py::test_bounded_item_sums_on_spark_equal_the_definition",),
+        "the executors never see the excluded labels: on Spark DP-SIPS's later rounds bound and weight items "
+        "already released",
+    ),
     # --- max_items="auto": the bound chosen privately (issue 35) --------------------------------------------------
     Mutant(
         "vocabulary-auto-engine-choice-at-the-whole-epsilon",

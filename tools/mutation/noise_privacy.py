@@ -261,6 +261,46 @@ MUTANTS: list[Mutant] = [
         (6,),
     ),
     Mutant(
+        "keyed-sips-round-purpose-ignores-the-round",
+        "keyed-purpose",
+        "noise/keyed.py",
+        'return f"{SIPS_BOUND_PURPOSE} {int(round_)}"',
+        "return SIPS_BOUND_PURPOSE",
+        (
+            f"{_KEYED}::test_dp_sips_rounds_each_read_their_own_bounding_purpose",
+            "tests/vocabulary/test_sips.py::test_the_release_s_rounds_keep_fresh_uniform_subsets",
+        ),
+        "every DP-SIPS round reads the same keyed words: a person keeps the same items round after round (of "
+        "what is left) instead of a fresh random subset, so the rounds are not the algorithm's",
+        (6,),
+    ),
+    Mutant(
+        "keyed-sips-purpose-is-the-union-s",
+        "keyed-purpose",
+        "noise/keyed.py",
+        'SIPS_BOUND_PURPOSE = "DP-SIPS: contribution bounding, round"',
+        'SIPS_BOUND_PURPOSE = "set union: contribution bounding"',
+        (f"{_KEYED}::test_every_keyed_draw_reads_its_own_purpose",),
+        "DP-SIPS's rounds and the weighted union's bounding derive their purposes from one string: two "
+        "draws meant to be independent are not kept apart by their purposes",
+        (6,),
+    ),
+    Mutant(
+        "keyed-keep-many-keeps-one-more",
+        "contribution-bound",
+        "noise/keyed.py",
+        "for j in range(min(cap, sizes[i])):",
+        "for j in range(min(cap + 1, sizes[i])):",
+        (
+            f"{_KEYED}::test_keyed_keep_for_many_users_is_the_per_user_choice",
+            "tests/releases/test_engines_agree.py::test_memory_and_chunked_releases_are_identical_and_their_"
+            "aggregates_right[vocabulary, DP-SIPS]",
+        ),
+        "the engines' batch bounding keeps cap + 1 items of a person: DP-SIPS's rounds exceed the "
+        "contribution bound their noise is calibrated for",
+        (4,),
+    ),
+    Mutant(
         "keyed-purpose-not-in-key-derivation",
         "keyed-purpose",
         "noise/keyed.py",

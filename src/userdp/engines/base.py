@@ -165,16 +165,19 @@ class Engine(ABC):
         cap: int,
         keep: Callable[[object, int], np.ndarray],
         weights: Callable[[np.ndarray], np.ndarray],
+        exclude: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Per-item sums of bounded per-person weights, aggregated where the data are.
 
-        Each person's distinct items are put in the order of their labels' text; a person holding more than
+        Each person's distinct items, less those whose label's text is in ``exclude`` (DP-SIPS's items released
+        in earlier rounds; shipped to the executors on Spark, a broadcast), are put in the order of their
+        labels' text; a person holding more than
         ``cap`` keeps the positions ``keep(user_key, n_items)`` (a function of the person alone, such as
         :func:`userdp.noise.keyed_keep`), the others keep all; a person keeping ``k`` items adds the row
         ``weights([k])[0]`` (integers, ``width`` columns) to each of them. Returns the items that received
         anything (labels as text, sorted) and their ``(n, width)`` integer sums. ``keep`` and ``weights`` run
         on the Spark executors, so they must be picklable."""
-        return bounded_item_sums_of(self.edges(data), cap, keep, weights)
+        return bounded_item_sums_of(self.edges(data), cap, keep, weights, exclude)
 
     def key_records(self, data: Any) -> tuple[UserDataset, np.ndarray]:
         """Each person's keys and how many records they hold of each: a dataset of sets (each key once per
@@ -621,17 +624,38 @@ def text_columns(columns: Columns, domain: Any) -> tuple[str, ...]:
 
 
 def bounded_item_sums_of(
-    sets: UserDataset, cap: int, keep: Callable[[object, int], np.ndarray], weights: Callable[[np.ndarray], np.ndarray]
+    sets: UserDataset,
+    cap: int,
+    keep: Callable[[object, int], np.ndarray],
+    weights: Callable[[np.ndarray], np.ndarray],
+    exclude: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:meth:`Engine.bounded_item_sums` of a dataset of sets (each item once per person)."""
     offsets, items = sets.offsets, np.asarray(sets.items, dtype=np.int64)
     n_lab = len(sets.domain)
     text = np.array([str(x) for x in np.asarray(sets.domain.labels, dtype=object)[:n_lab]], dtype=object)
+    if exclude is not None and len(exclude) and items.size:  # each person's items less the excluded labels
+        gone = np.isin(text.astype(str), np.asarray(exclude).astype(str))
+        left = ~gone[items]
+        person = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+        offsets = np.r_[0, np.cumsum(np.bincount(person[left], minlength=offsets.size - 1))].astype(np.int64)
+        items = items[left]
     rank = np.empty(n_lab, dtype=np.int64)
     rank[np.argsort(text, kind="stable")] = np.arange(n_lab)  # the labels' text order, whatever the coding
     deg = np.diff(offsets)
     kept = np.ones(items.size, dtype=bool)
-    for u in np.flatnonzero(deg > cap):
+    heavy = np.flatnonzero(deg > cap)
+    many = getattr(keep, "many", None)  # (a KeyedKeep: every heavy person's choice with one AES call)
+    if many is not None and heavy.size:
+        at = np.repeat(offsets[heavy], deg[heavy]) + np.arange(int(deg[heavy].sum())) - np.repeat(
+            np.r_[0, np.cumsum(deg[heavy])[:-1]], deg[heavy])  # fmt: skip
+        who = np.repeat(np.arange(heavy.size), deg[heavy])
+        key = who * n_lab + rank[items[at]]
+        if key.size > 1 and not np.all(key[1:] > key[:-1]):  # (the edges' codes are usually in text order already)
+            at = at[np.argsort(key, kind="stable")]  # each heavy person's items in their labels' text order
+        kept[at] = np.asarray(many(sets.user_ids[heavy], deg[heavy]), dtype=bool)
+        heavy = heavy[:0]
+    for u in heavy:
         lo, hi = offsets[u], offsets[u + 1]
         order = np.argsort(rank[items[lo:hi]], kind="stable")  # the person's items in their labels' order
         mask = np.zeros(hi - lo, dtype=bool)

@@ -673,23 +673,34 @@ class DuckDBEngine(Engine):
             parts.append(fn(sets, t.column("k").to_numpy().astype(np.int64)))
         return merge_item_sums(parts, width)
 
-    def bounded_item_sums(self, data: DuckTable, cap, keep, weights) -> tuple[np.ndarray, np.ndarray]:
+    def bounded_item_sums(
+        self, data: DuckTable, cap, keep, weights, exclude=None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Persons holding at most ``cap`` distinct items keep them all: their weights are summed per item in
         SQL (one weight row per kept count, joined). Persons holding more are bounded by their keyed streams
-        on DuckDB's ordered stream of those persons only."""
+        on DuckDB's ordered stream of those persons only. The ``exclude``d labels are matched to the table's
+        own values (their text as :func:`~userdp.engines.base.bounded_item_sums_of` reads it) and anti-joined
+        out of the pairs first."""
         if data.kind == "points":
             raise DataError("a set union needs items that are ids (a finite domain)")
         cap = int(cap)
         width = int(np.asarray(weights(np.ones(1, dtype=np.int64))).shape[1])
         if self._streamed(data):
-            return streams.bounded_item_sums(self._stream(data), cap, keep, weights, width)
+            return streams.bounded_item_sums(self._stream(data), cap, keep, weights, width, exclude)
         col = "CAST(c AS BIGINT)" if data.kind == "codes" else "i"
         shared = data.kind == "ids" and str(self.con.sql(f"SELECT i FROM {data.view} LIMIT 0").types[0]) == "VARCHAR"
-        pairs = self._name("pairs")
+        all_pairs = pairs = self._name("pairs")
         if shared:  # text ids: the distinct pairs are the grouped records' (kept for the key counts' passes)
             self._sql(f"CREATE VIEW {pairs} AS SELECT u, t AS i FROM {self._grouped_table(data)}")
         else:
             self._sql(f"CREATE TABLE {pairs} AS SELECT DISTINCT u, {col} AS i FROM {data.view}")
+        if exclude is not None and len(exclude):
+            values = self._arrow(f"SELECT DISTINCT i FROM {all_pairs}").column("i")
+            text = np.array([str(x) for x in self._labels(data, values)], dtype=object).astype(str)
+            gone = self._register("exclude", pa.table({"i": values.filter(pa.array(np.isin(
+                text, np.asarray(exclude).astype(str))))}))  # fmt: skip
+            pairs = self._name("pairs_left")
+            self._sql(f"CREATE VIEW {pairs} AS SELECT u, i FROM {all_pairs} WHERE i NOT IN (SELECT i FROM {gone})")
         try:
             ks = np.arange(1, cap + 1, dtype=np.int64)
             w = np.asarray(weights(ks), dtype=np.int64)
@@ -712,7 +723,9 @@ class DuckDBEngine(Engine):
                 parts.append(bounded_item_sums_of(sets, cap, keep, weights))
             return merge_item_sums(parts, width)
         finally:
-            self._sql(f"DROP {'VIEW' if shared else 'TABLE'} IF EXISTS {pairs}")
+            if pairs != all_pairs:
+                self._sql(f"DROP VIEW IF EXISTS {pairs}")
+            self._sql(f"DROP {'VIEW' if shared else 'TABLE'} IF EXISTS {all_pairs}")
 
     @staticmethod
     def _labels(data: DuckTable, col: pa.ChunkedArray) -> np.ndarray:

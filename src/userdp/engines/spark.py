@@ -393,10 +393,10 @@ class SparkEngine(Engine):
         pdf = data.df.select(cols.user, cols.item).distinct().toPandas()  # (no size gate: see the module)
         return edges_from_pairs(pdf[cols.user].to_numpy(), pdf[cols.item].to_numpy())
 
-    def bounded_item_sums(self, data: SparkTable, cap, keep, weights) -> tuple[np.ndarray, np.ndarray]:
+    def bounded_item_sums(self, data: SparkTable, cap, keep, weights, exclude=None) -> tuple[np.ndarray, np.ndarray]:
         """The bounding and the per-item sums run on the executors (each batch of whole persons through
         :func:`~userdp.engines.base.bounded_item_sums_of`, then a sum by item); one row per item reaches
-        the driver."""
+        the driver. The ``exclude``d labels reach the executors as a broadcast variable."""
         import pandas as pd
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
@@ -409,9 +409,13 @@ class SparkEngine(Engine):
         width = int(np.asarray(weights(np.ones(1, dtype=np.int64))).shape[1])
         d = data.df.select(user, F.col(item).cast("string").alias(item)).distinct()
         names = [f"_w{c}" for c in range(width)]
+        gone = None
+        if exclude is not None and len(exclude):
+            gone = self.spark.sparkContext.broadcast(np.asarray(exclude).astype(str))
 
         def part(ds: UserDataset) -> pd.DataFrame:
-            lab, sums = bounded_item_sums_of(ds.dedupe() if ds.n_items else ds, cap, keep, weights)
+            out = None if gone is None else gone.value
+            lab, sums = bounded_item_sums_of(ds.dedupe() if ds.n_items else ds, cap, keep, weights, out)
             return pd.DataFrame({"_k": lab.astype(str), **{n: sums[:, c] for c, n in enumerate(names)}})
 
         schema = T.StructType([T.StructField("_k", T.StringType())] + [T.StructField(n, T.LongType()) for n in names])
@@ -421,6 +425,8 @@ class SparkEngine(Engine):
             .agg(*[F.sum(n).alias(n) for n in names])
             .collect()
         )
+        if gone is not None:
+            gone.unpersist()
         if not rows:
             return np.empty(0, dtype=object), np.zeros((0, width), dtype=np.int64)
         labels = np.array([r["_k"] for r in rows], dtype=object)

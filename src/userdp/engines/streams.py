@@ -88,10 +88,10 @@ def edges(data: Stream) -> UserDataset:
     return edges_from_pairs(np.concatenate(users), np.concatenate(labels))
 
 
-def bounded_item_sums(data: Stream, cap, keep, weights, width: int) -> tuple[np.ndarray, np.ndarray]:
+def bounded_item_sums(data: Stream, cap, keep, weights, width: int, exclude=None) -> tuple[np.ndarray, np.ndarray]:
     parts = []
     for ds in data:  # every chunk holds whole users: their bounding is final
-        parts.append(bounded_item_sums_of(memory.MemoryEngine().edges(ds), cap, keep, weights))
+        parts.append(bounded_item_sums_of(memory.MemoryEngine().edges(ds), cap, keep, weights, exclude))
     return merge_item_sums(parts, width)
 
 

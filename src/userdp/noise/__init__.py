@@ -69,12 +69,14 @@ from __future__ import annotations
 
 from .keyed import (
     KeyedBatch,
+    KeyedKeep,
     KeyedSource,
     KeyedStreams,
     encode_user_key,
     keyed_keep,
     keyed_randomize,
     keyed_sample_indices,
+    sips_round_purpose,
 )
 from .knorm import KNormCalibration, L2LatticeLaw, calibrate_knorm, knorm_mechanism, knorm_release, lattice_knorm_noise
 from .mechanisms import (
@@ -141,6 +143,8 @@ __all__ = [
     "KeyedStreams",
     "keyed_sample_indices",
     "keyed_keep",
+    "KeyedKeep",
+    "sips_round_purpose",
     "keyed_randomize",
     "KeyedBatch",
     "KeyedSource",

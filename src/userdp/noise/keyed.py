@@ -427,6 +427,14 @@ class KeyedStreams:
 SAMPLE_PURPOSE = "BoundedEMDReduction: sampling with replacement"
 RANDOMIZE_PURPOSE = "local-model item randomization"
 BOUND_PURPOSE = "set union: contribution bounding"
+SIPS_BOUND_PURPOSE = "DP-SIPS: contribution bounding, round"
+
+
+def sips_round_purpose(round_: int) -> str:
+    """The purpose of DP-SIPS's bounding in round ``round_`` (from 1): :data:`SIPS_BOUND_PURPOSE` and the
+    round's number, so that every round reads its own words (each round keeps a fresh uniformly random subset
+    of what the person has left, independent of the other rounds' choices; Swanberg et al. 2023, Algorithm 1)."""
+    return f"{SIPS_BOUND_PURPOSE} {int(round_)}"
 
 
 def keyed_sample_indices(streams: KeyedStreams, user_key: object, size: int, s: int) -> np.ndarray:
@@ -443,11 +451,48 @@ def keyed_randomize(streams: KeyedStreams, user_key: object, codes: np.ndarray, 
     return np.sort(randomizer.randomize(codes, streams.source(user_key, RANDOMIZE_PURPOSE)))
 
 
-def keyed_keep(streams: KeyedStreams, user_key: object, size: int, cap: int) -> np.ndarray:
+def keyed_keep(
+    streams: KeyedStreams, user_key: object, size: int, cap: int, purpose: str = BOUND_PURPOSE
+) -> np.ndarray:
     """Which ``cap`` of a user's ``size`` items (in the order of their labels' text) the user keeps: a
-    uniformly random subset, the ``cap`` smallest of ``size`` words of the user's keyed stream for
-    :data:`BOUND_PURPOSE` (ties, of probability below ``size^2 / 2^65``, go to the earlier item). Returns the
-    kept positions, ascending. Every engine calls this for every user holding more than ``cap`` items (in
-    memory, per chunk, on the Spark executors), so they keep the same items."""
-    words = streams.source(user_key, BOUND_PURPOSE).words(int(size))
+    uniformly random subset, the ``cap`` smallest of ``size`` words of the user's keyed stream for ``purpose``
+    (:data:`BOUND_PURPOSE`; DP-SIPS's rounds: :func:`sips_round_purpose`; ties, of probability below
+    ``size^2 / 2^65``, go to the earlier item). Returns the kept positions, ascending. Every engine calls this
+    for every user holding more than ``cap`` items (in memory, per chunk, on the Spark executors), so they
+    keep the same items."""
+    words = streams.source(user_key, purpose).words(int(size))
     return np.sort(np.argsort(words, kind="stable")[: int(cap)])
+
+
+class KeyedKeep:
+    """:func:`keyed_keep` with its streams, bound and purpose fixed: ``keep(user_key, size)`` is
+    ``keyed_keep(streams, user_key, size, cap, purpose)``, and :meth:`many` draws the same choice for many
+    users with one AES call (the engines' batch path; picklable, so it runs on the Spark executors too)."""
+
+    def __init__(self, streams: KeyedStreams, cap: int, purpose: str = BOUND_PURPOSE) -> None:
+        self.streams, self.cap, self.purpose = streams, int(cap), str(purpose)
+
+    def __call__(self, user_key: object, size: int) -> np.ndarray:
+        return keyed_keep(self.streams, user_key, size, self.cap, self.purpose)
+
+    def many(self, user_keys: Any, sizes: np.ndarray) -> np.ndarray:
+        """Which items every user keeps: for users ``i`` holding ``sizes[i]`` items (each more than ``cap``,
+        in the order of their labels' text), a boolean per item, users one after another, true at the
+        positions ``self(user_keys[i], sizes[i])`` gives."""
+        sizes = np.asarray(sizes, dtype=np.int64)
+        words = self.streams.batch(user_keys, self.purpose).words(sizes)
+        kept = np.zeros(words.size, dtype=np.bool_)
+        _smallest_per_run(sizes, words, np.int64(self.cap), kept)
+        return kept
+
+
+@njit(cache=True)
+def _smallest_per_run(sizes, words, cap, kept):
+    """``kept`` true at the ``cap`` smallest words of every run (runs of ``sizes[i]`` words, one after
+    another), ties to the earlier word: :func:`keyed_keep`'s stable argsort, run by run."""
+    start = 0
+    for i in range(sizes.size):
+        order = np.argsort(words[start : start + sizes[i]], kind="mergesort")
+        for j in range(min(cap, sizes[i])):
+            kept[start + order[j]] = True
+        start += sizes[i]

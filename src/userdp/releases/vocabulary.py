@@ -4,16 +4,17 @@ noisy person count of each (:func:`userdp.vocabulary.private_vocabulary`; Gopi e
 For the weighted union the engine bounds each person's items (a uniformly random subset of at most
 ``max_items``, drawn from the person's keyed stream, :func:`userdp.noise.keyed_keep`, so that every engine
 keeps the same items) and sums the weights per item where the data are: on Spark, on the executors, and one
-row per item reaches the driver. The policy histogram visits the persons one after another, so its engine
-collects the deduplicated person-item edges on the driver (the policy greedy union, ``algorithm=
-"policy-greedy"``, collects them with each person's number of records of each item, its local counts:
-:meth:`~userdp.engines.Engine.key_records`, aggregated where the data are), and so does DP-SIPS (``algorithm="sips"``,
-:mod:`userdp.vocabulary.sips`), whose rounds each remove the items released so far from every person's set
-before bounding and weighting (on the driver, from the release's own randomness, so that every engine
-releases the same items for the same seed). The threshold, the noise and the counts' noise
-run on the driver. Under ``max_items="auto"`` (the default) the bound is chosen privately first (2% of
-epsilon) from the persons' numbers of distinct items: counted where the data are for the weighted union,
-from the collected edges for the policy union and DP-SIPS (whose every round then uses the chosen bound).
+row per item reaches the driver. DP-SIPS (``algorithm="sips"``, :mod:`userdp.vocabulary.sips`) runs each
+round the same way: the items released by the earlier rounds are sent to the engine (a broadcast on Spark),
+removed from every person's set, and the rest bounded by the person's keyed stream for the round's own
+purpose (:func:`userdp.noise.sips_round_purpose`: a fresh subset each round) and summed per item where the
+data are. The policy histogram visits the persons one after another, so its engine collects the
+deduplicated person-item edges on the driver (the policy greedy union, ``algorithm="policy-greedy"``,
+collects them with each person's number of records of each item, its local counts:
+:meth:`~userdp.engines.Engine.key_records`, aggregated where the data are). The threshold, the noise and the
+counts' noise run on the driver. Under ``max_items="auto"`` (the default) the bound is chosen privately first (2% of
+epsilon) from the persons' numbers of distinct items: counted where the data are for the weighted union and
+DP-SIPS (whose every round then uses the chosen bound), from the collected edges for the policy union.
 Guarantee: ``(epsilon, delta)``-DP for adding or removing one person (all of their records). The items'
 labels are read off the data; only the released ones leave.
 """
@@ -24,7 +25,7 @@ from functools import partial
 from typing import Any
 
 from ..engines import Columns, Engine, get_engine
-from ..noise import KeyedStreams, RngLike, keyed_keep, resolve_rng
+from ..noise import KeyedKeep, KeyedStreams, RngLike, keyed_keep, resolve_rng, sips_round_purpose
 from ..privacy.params import warn_large_delta
 from ..privacy.result import Release
 from ..vocabulary import (
@@ -34,7 +35,7 @@ from ..vocabulary import (
     plan_vocabulary,
     private_vocabulary,
     private_vocabulary_from_sums,
-    sips_vocabulary,
+    sips_vocabulary_from_sums,
     vocabulary_algorithm,
     vocabulary_sum_columns,
 )
@@ -71,8 +72,8 @@ def vocabulary(
         The item column is text; the items are its lower-cased words (:func:`userdp.data.tokenize`).
     max_items:
         ``"auto"`` (default): chosen privately from the persons' numbers of distinct items with 2% of
-        ``epsilon`` (for the weighted union counted where the data are,
-        :func:`userdp.vocabulary.choose_max_items_with`; for the policy union and DP-SIPS from the edges
+        ``epsilon`` (for the weighted union and DP-SIPS counted where the data are,
+        :func:`userdp.vocabulary.choose_max_items_with`; for the policy union from the edges
         collected on the driver), then used by the selection (by every round of DP-SIPS) with the rest of the
         budget; or a whole number. As in :func:`userdp.vocabulary.private_vocabulary`.
     noise, policy, count_fraction, algorithm, rounds, ratio:
@@ -112,12 +113,15 @@ def vocabulary(
             sets.offsets, sets.items, sets.domain.labels, epsilon, delta, max_items=max_items, noise=noise,
             count_fraction=count_fraction, greedy=True, multiplicity=mult, rng=src,
         )  # fmt: skip
-    sets = eng.edges(data)  # the policy visits persons one after another, DP-SIPS runs rounds: on the driver
-    if algo == "sips":
-        return sips_vocabulary(
-            sets.offsets, sets.items, sets.domain.labels, epsilon, delta, max_items=max_items, noise=noise,
-            count_fraction=count_fraction, rng=src, **sched,
+    if algo == "sips":  # each round's bounding and per-item sums where the data are, the released set sent there
+        if isinstance(max_items, str):  # "auto": chosen as for the weighted union, once, for every round
+            max_items = choose_max_items_with(partial(eng.key_record_sums, data), epsilon, src)
+        round_sums = partial(_sips_round_sums, eng, data, KeyedStreams.from_rng(src))
+        return sips_vocabulary_from_sums(
+            round_sums, epsilon, delta, max_items=max_items, noise=noise, count_fraction=count_fraction, rng=src,
+            **sched,
         )  # fmt: skip
+    sets = eng.edges(data)  # the policy visits persons one after another: on the driver
     return private_vocabulary(
         sets.offsets,
         sets.items,
@@ -130,3 +134,12 @@ def vocabulary(
         count_fraction=count_fraction,
         rng=src,
     )
+
+
+def _sips_round_sums(eng: Engine, data: Any, streams: KeyedStreams, round_: int, cap: int, released) -> tuple:
+    """DP-SIPS's round ``round_`` on the engine (:data:`userdp.vocabulary.sips.RoundSums`): every person's items
+    less the ``released`` labels, at most ``cap`` kept by the person's keyed stream for the round's own purpose
+    (a fresh uniformly random subset each round), the weights summed per item where the data are."""
+    keep = KeyedKeep(streams, cap, purpose=sips_round_purpose(round_))
+    weights = partial(vocabulary_sum_columns, noise="gaussian")
+    return eng.bounded_item_sums(data, cap, keep, weights, exclude=released)

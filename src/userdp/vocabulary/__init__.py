@@ -23,8 +23,10 @@ from .sips import (
     plan_sips_vocabulary,
     sips_fractions,
     sips_rounds,
+    sips_rounds_from_sums,
     sips_union,
     sips_vocabulary,
+    sips_vocabulary_from_sums,
 )
 from .union import (
     AUTO_FRACTION,
@@ -102,8 +104,10 @@ __all__ = [
     "private_vocabulary_from_sums",
     "sips_fractions",
     "sips_rounds",
+    "sips_rounds_from_sums",
     "sips_union",
     "sips_vocabulary",
+    "sips_vocabulary_from_sums",
     "union_histogram",
     "vocabulary_algorithm",
     "vocabulary_sum_columns",

@@ -78,6 +78,7 @@ each for the whole ``rho`` or each for the whole ``delta_N``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,8 +115,10 @@ __all__ = [
     "plan_sips_vocabulary",
     "sips_fractions",
     "sips_rounds",
+    "sips_rounds_from_sums",
     "sips_union",
     "sips_vocabulary",
+    "sips_vocabulary_from_sums",
 ]
 
 SIPS_ROUNDS = 3
@@ -275,6 +278,52 @@ def sips_rounds(
     return c[order], np.concatenate(when)[order], np.concatenate(values)[order], first_kept
 
 
+RoundSums = Callable[[int, int, np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""``item_sums(round, cap, released)``: one round's per-item sums, computed where the data are (an engine's
+:meth:`~userdp.engines.Engine.bounded_item_sums` with :func:`~userdp.vocabulary.vocabulary_sum_columns`): every
+person's distinct items less the labels ``released`` (text, sorted), at most ``cap`` of them kept (a uniformly
+random subset, fresh for the round: :func:`userdp.noise.keyed_keep` with :func:`userdp.noise.sips_round_purpose`),
+a person keeping ``k`` adding ``(floor(U / sqrt(k)), 1)`` to each. Returns the labels (text, sorted) that
+received anything and their ``(n, 2)`` integer sums."""
+
+
+def sips_rounds_from_sums(
+    item_sums: RoundSums, cal: SipsCalibration, rng: RngLike = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sips_rounds` (Swanberg et al. 2023, Algorithm 1) from each round's per-item sums, computed where
+    the data are: round ``i`` asks ``item_sums(i, max_items, S_{i-1})`` for the weights of the items the
+    persons kept of what the earlier rounds left them, and releases the items whose weight plus the round's
+    noise reaches its threshold. Only per-item sums and the released labels cross between the data and the
+    rounds; the law is :func:`sips_rounds`'s (the same bounding law, the same histogram, candidates and noise).
+
+    Returns
+    -------
+    (labels, rounds, noisy, first_labels, first_holders)
+        The released labels (text, sorted), the round (from 1) that released each, its noisy weight in that
+        round's lattice steps, and the labels kept by some person in round 1 with their numbers of holders
+        (for the counts: one person holds at most ``max_items`` of them).
+    """
+    src = resolve_rng(rng)
+    released = np.empty(0, dtype=object)
+    got, when, values = [], [], []
+    first_labels, first_holders = np.empty(0, dtype=object), np.empty(0, dtype=np.int64)
+    for i, rc in enumerate(cal.rounds):
+        labels, sums = item_sums(i + 1, cal.max_items, released)  # the items released so far removed first
+        labels = np.asarray(labels, dtype=object)
+        sums = np.asarray(sums, dtype=np.int64).reshape(-1, 2)
+        if i == 0:
+            first_labels, first_holders = labels, sums[:, 1]
+        chosen, noisy = _select(sums[:, 0], rc, src)
+        released = np.sort(np.r_[released, labels[chosen]].astype(str)).astype(object)
+        got.append(labels[chosen])
+        when.append(np.full(chosen.size, i + 1, dtype=np.int64))
+        values.append(noisy)
+    lab = np.concatenate(got).astype(str)
+    order = np.argsort(lab, kind="stable")
+    rounds_, noisy = np.concatenate(when)[order], np.concatenate(values)[order]
+    return lab[order].astype(object), rounds_, noisy, first_labels, first_holders
+
+
 def sips_union(
     offsets: np.ndarray,
     items: np.ndarray,
@@ -355,3 +404,34 @@ def sips_vocabulary(
     chosen, _, _, first_kept = sips_rounds(off, its, labels.size, plan["calibration"], src)
     holders = np.bincount(first_kept, minlength=labels.size)  # at most max_items per person
     return _vocabulary_release(labels, None, holders, None, plan, False, src, chosen)
+
+
+def sips_vocabulary_from_sums(
+    item_sums: RoundSums,
+    epsilon: float,
+    delta: float,
+    *,
+    max_items: int | BoundChoice = 100,
+    noise: str = "gaussian",
+    count_fraction: float = 0.5,
+    rounds: int = SIPS_ROUNDS,
+    ratio: float = SIPS_RATIO,
+    rng: RngLike = None,
+) -> Release:
+    """:func:`sips_vocabulary` from each round's per-item sums computed where the data are
+    (:func:`sips_rounds_from_sums`; ``item_sums`` as :data:`RoundSums`): the items of the rounds, then a noisy
+    count of the persons holding each released item among their kept items of the first round. ``max_items``
+    is a whole number or the :class:`~userdp.vocabulary.BoundChoice` made before
+    (:func:`~userdp.vocabulary.choose_max_items_with`, whose share of epsilon the release accounts). Guarantee:
+    ``ApproxDP(epsilon, delta)``, add/remove one person, as :func:`sips_vocabulary`."""
+    if isinstance(max_items, str):
+        raise ParameterError("sums bounded already need the bound they were bounded with, not 'auto': choose it "
+                             "first (choose_max_items_with) and pass the choice")  # fmt: skip
+    plan = plan_sips_vocabulary(epsilon, delta, max_items, noise, count_fraction, rounds, ratio)
+    src = resolve_rng(rng)
+    released, _, _, first, holders = sips_rounds_from_sums(item_sums, plan["calibration"], src)
+    labels = np.union1d(np.asarray(first).astype(str), released.astype(str)).astype(object)
+    held = np.zeros(labels.size, dtype=np.int64)  # an item released later may have been kept by no one in round 1
+    held[np.searchsorted(labels.astype(str), np.asarray(first).astype(str))] = holders
+    chosen = np.searchsorted(labels.astype(str), released.astype(str))
+    return _vocabulary_release(labels, None, held, None, plan, False, src, chosen)
