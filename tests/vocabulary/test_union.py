@@ -203,7 +203,7 @@ def test_private_vocabulary_counts_have_the_stated_noise(noise, max_items):
     assert set(rel.params) == {
         "epsilon", "delta", "max_items", "noise", "policy", "greedy", "cutoff", "count_fraction", "epsilon_set",
         "delta_set", "epsilon_counts", "delta_counts", "threshold", "noise_sd", "count_sd", "max_items_chosen",
-        "epsilon_bound",
+        "epsilon_bound", "max_items_quantile",
     }  # fmt: skip
     assert rel.params["epsilon_set"] + rel.params["epsilon_counts"] == 2.0  # (the samplers' own split:
     assert rel.params["delta_set"] + rel.params["delta_counts"] == 1e-6  # tests/releases/test_vocabulary.py)

@@ -1,5 +1,6 @@
-"""``max_items="auto"``, the vocabulary's default: the contribution bound chosen privately (a 90% quantile of the
-persons' distinct-item counts by the exponential mechanism over a public grid, 2% of epsilon, no delta)."""
+"""``max_items="auto"``, the vocabulary's default: the contribution bound chosen privately (a quantile of the
+persons' distinct-item counts, 90% for the Gaussian unions and 10% for the Laplace ones, by the exponential
+mechanism over a public grid, 2% of epsilon, no delta)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from userdp.privacy.guarantees import ApproxDP, PureDP
 from userdp.vocabulary import (
     AUTO_FRACTION,
     AUTO_QUANTILE,
+    AUTO_QUANTILES,
     MAX_ITEMS_GRID,
     BoundChoice,
     calibrate_union,
@@ -69,17 +71,18 @@ DATASETS = [[1] * 17 + [4] * 2 + [9000], [1] * 8 + [2] * 9 + [16] * 2 + [300], [
             [1], [300], [1] * 9 + [40], [2, 2, 2, 5000], [3] * 19 + [1]]  # fmt: skip
 
 
+@pytest.mark.parametrize("quantile", sorted(set(AUTO_QUANTILES.values())))
 @pytest.mark.parametrize("eps", [0.02, 0.5, 2.0])
-def test_exact_audit_of_the_choice_and_broken_variants_caught(eps):
-    """The exact law of the choice on neighbouring datasets: within its share of epsilon; scores of
-    sensitivity 2 (doubled), or the choice's epsilon not charged (claimed 0), are caught."""
+def test_exact_audit_of_the_choice_and_broken_variants_caught(eps, quantile):
+    """The exact law of the choice on neighbouring datasets, at each noise's quantile: within its share of
+    epsilon; scores of sensitivity 2 (doubled), or the choice's epsilon not charged (claimed 0), are caught."""
     from userdp.audit import audit_max_items_choice
 
-    res = audit_max_items_choice(DATASETS, eps)
+    res = audit_max_items_choice(DATASETS, eps, quantile=quantile)
     assert res.passed and float(res.measured.split("= ")[1]) > 0.6 * eps, res  # passes, and not vacuously
-    doubled = audit_max_items_choice(DATASETS, eps, scores=lambda w: 2 * max_items_scores(w))
+    doubled = audit_max_items_choice(DATASETS, eps, scores=lambda w: 2 * max_items_scores(w, quantile))
     assert not doubled.passed
-    assert not audit_max_items_choice(DATASETS, eps, claimed_epsilon=0.0).passed
+    assert not audit_max_items_choice(DATASETS, eps, claimed_epsilon=0.0, quantile=quantile).passed
 
 
 def _recorded(monkeypatch):
@@ -145,6 +148,87 @@ def test_the_bound_follows_the_persons_counts():
             for s in range(5)
         )
         assert got.most_common(1)[0][0] == want, got
+
+
+# persons' distinct-item counts spread over the grid (100 each of 1, 2, 4, ..., 256): the 10% quantile is 1 and
+# the 90% quantile 128, each ahead of every other candidate by 100 persons in score (e^8 in odds at epsilon 8)
+SPREAD = np.repeat([2**j for j in range(9)], 100)
+
+
+@pytest.mark.parametrize("algorithm", ["weighted", "policy", "policy-greedy"])
+def test_the_laplace_unions_default_chooses_the_laplace_quantile(algorithm):
+    """Every Laplace union (weighted, policy, policy greedy) chooses its default bound at the Laplace quantile
+    (:data:`AUTO_QUANTILES`, 0.1: a person's weight per item is ``1 / k``, small bounds release more), the
+    weighted Gaussian at 0.9; each release states its quantile. Persons holding 1 to 256 items (100 of each):
+    1 with Laplace noise, 128 with Gaussian, in every draw (the other candidates are e^-8 less likely)."""
+    assert AUTO_QUANTILES == {"gaussian": 0.9, "laplace": 0.1} and AUTO_QUANTILE == AUTO_QUANTILES["gaussian"]
+    offsets, items, labels = _persons(SPREAD, n_items=300, seed=4)
+    kw = {"policy": algorithm == "policy", "greedy": algorithm == "policy-greedy"}
+    for seed in range(3):
+        lap = private_vocabulary(offsets, items, labels, 8.0, 1e-5, noise="laplace", count_fraction=0, rng=seed, **kw)
+        assert lap.params["max_items"] == 1 and lap.params["max_items_quantile"] == 0.1, lap.params
+        assert "a 10% quantile" in lap.mechanism and "a 10% quantile" in lap.error.description
+    gau = private_vocabulary(offsets, items, labels, 8.0, 1e-5, count_fraction=0, rng=0)
+    assert gau.params["max_items"] == 128 and gau.params["max_items_quantile"] == 0.9
+    assert "a 90% quantile" in gau.mechanism
+    if algorithm != "weighted":  # the release layer: the same code (its weighted path: choose_max_items_with)
+        import pyarrow as pa
+
+        user = np.repeat(np.arange(SPREAD.size), np.diff(offsets))
+        table = pa.table({"user": user, "item": labels[items].astype(str)})
+        rel = releases.vocabulary(table, 8.0, 1e-5, noise="laplace", algorithm=algorithm, count_fraction=0, rng=1)
+        assert rel.params["max_items"] == 1 and rel.params["max_items_quantile"] == 0.1
+
+
+def test_the_engines_choice_follows_the_noise():
+    """:func:`choose_max_items_with` (the engines' path: one row of per-person sums) chooses at the noise's
+    quantile: 1 for Laplace, 128 for Gaussian (the default) on the spread persons; an unknown noise is refused
+    before any sum is asked for."""
+    from userdp.vocabulary import choose_max_items_with, max_items_grid_part
+
+    class Sets:
+        offsets = np.r_[0, np.cumsum(SPREAD)]
+
+    def record_sums(fn, width):
+        return fn(Sets, None)
+
+    for seed in range(3):
+        lap = choose_max_items_with(record_sums, 8.0, np.random.default_rng(seed), noise="laplace")
+        assert (lap.value, lap.quantile) == (1, 0.1)
+        gau = choose_max_items_with(record_sums, 8.0, np.random.default_rng(seed))
+        assert (gau.value, gau.quantile) == (128, 0.9)
+    assert max_items_grid_part(Sets, None)[1].sum() > 0
+
+    def unread(fn, width):
+        raise AssertionError("the data were read")
+
+    with pytest.raises(ParameterError, match="noise"):
+        choose_max_items_with(unread, 8.0, noise="Laplace")
+
+
+def test_the_counts_key_selection_keeps_the_gaussian_quantile():
+    """Per-key counts select their keys with the weighted Gaussian union whatever the counts' noise: ``max_keys``
+    is chosen at the Gaussian quantile (128 on the spread persons), with Laplace counts too."""
+    from userdp.vocabulary import private_key_counts
+
+    offsets, items, labels = _persons(SPREAD, n_items=300, seed=4)
+    mult = np.ones(items.size, dtype=np.int64)
+    for noise in ("laplace", "gaussian"):
+        rel = private_key_counts(offsets, items, mult, labels, 8.0, 1e-5, noise=noise, bounds=(1, 1), rng=2)
+        assert rel.params["max_keys"] == 128, (noise, rel.params)
+
+
+def test_the_scores_sensitivity_is_at_most_one_at_every_quantile():
+    """Adding one person moves every score ``-|W_g - q n|`` by at most ``max(q, 1 - q) <= 1`` (exhaustively
+    over small datasets and every added count), and the bound is reached."""
+    worst = {}
+    for q in (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0):
+        for D in DATASETS:
+            base = max_items_scores(persons_within(np.asarray(D)), q)
+            for k in (0, 1, 2, 3, 5, 300, 9000):
+                moved = np.abs(max_items_scores(persons_within(np.asarray(D + [k])), q) - base).max()
+                worst[q] = max(worst.get(q, 0.0), float(moved))
+        assert worst[q] <= max(q, 1 - q) + 1e-12 and worst[q] == pytest.approx(max(q, 1 - q)), (q, worst[q])
 
 
 def test_a_fixed_bound_spends_nothing_on_a_choice(monkeypatch):

@@ -626,6 +626,7 @@ def audit_max_items_choice(
     *,
     claimed_epsilon: float | None = None,
     scores=None,
+    quantile: float | None = None,
     name: str = "max_items chosen privately",
 ) -> AuditResult:
     """Exact audit of the vocabulary's private choice of ``max_items`` (:func:`userdp.vocabulary.choose_max_items`)
@@ -635,12 +636,14 @@ def audit_max_items_choice(
     For every dataset and every neighbour without one of its persons (a one-person dataset against the empty
     one, too), the law of the chosen bound is computed exactly from the implementation's counts
     (:func:`~userdp.vocabulary.persons_within`) and scores (:func:`~userdp.vocabulary.max_items_scores`, or
-    ``scores(within)`` for a broken variant) as the exponential mechanism at ``epsilon`` with sensitivity 1
+    ``scores(within)`` for a broken variant), at ``quantile`` (the Gaussian unions' by default; each noise's,
+    :data:`~userdp.vocabulary.AUTO_QUANTILES`), as the exponential mechanism at ``epsilon`` with sensitivity 1
     draws it; the measured epsilon is the largest ``|ln P_D(g) / P_D'(g)|``. It passes when that is at most
     ``claimed_epsilon`` (the plan's share, ``epsilon`` unless given)."""
-    from ..vocabulary import max_items_scores, persons_within
+    from ..vocabulary import AUTO_QUANTILE, max_items_scores, persons_within
 
-    score = scores or max_items_scores
+    q = AUTO_QUANTILE if quantile is None else float(quantile)
+    score = scores or (lambda within: max_items_scores(within, q))
     claimed = float(epsilon if claimed_epsilon is None else claimed_epsilon)
 
     def law(ks: list[int]) -> np.ndarray:

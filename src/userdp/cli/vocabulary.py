@@ -127,8 +127,9 @@ def add_parser(sub) -> None:
         "--max-items",
         type=MAX_ITEMS,
         default="auto",
-        help="the most items one person contributes: auto (default) chooses it privately from the data, a 90%% "
-        "quantile of the persons' numbers of distinct items on the grid 1, 2, 4, ..., 8192, spending 2%% of "
+        help="the most items one person contributes: auto (default) chooses it privately from the data, a "
+        "quantile of the persons' numbers of distinct items (90%% with Gaussian noise, 10%% with Laplace noise: "
+        "--noise laplace, --policy, --algorithm policy-greedy) on the grid 1, 2, 4, ..., 8192, spending 2%% of "
         "epsilon and no delta (the rest goes to the set and the counts); or a whole number in [1, 10000]",
     )
     vo.add_argument("--noise", choices=["gaussian", "laplace"], default="gaussian", help="the noise of both steps")

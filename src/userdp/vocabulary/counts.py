@@ -386,7 +386,8 @@ def private_key_counts(
     max_keys:
         The most keys one person contributes to the key selection (unused with public keys). ``"auto"``
         (the default): chosen privately from the persons' numbers of distinct keys exactly as the vocabulary's
-        ``max_items="auto"`` (:func:`~userdp.vocabulary.choose_max_items`: a 90% quantile on the grid
+        ``max_items="auto"`` for the Gaussian union that selects them (:func:`~userdp.vocabulary.choose_max_items`:
+        a 90% quantile, :func:`~userdp.vocabulary.auto_quantile` ``("gaussian")``, on the grid
         ``1, 2, 4, ..., 8192`` by the exponential mechanism) with 2% of the selection's share of ``epsilon``
         and no delta; the set union runs at the rest. A whole number in ``[1, 10000]``: that public bound,
         nothing spent on a choice.
@@ -461,7 +462,7 @@ def key_counts_from_sums(
     else:
         key_plan = plan["key_plan"]
         if key_plan["auto"]:  # max_keys first: each person's distinct keys counted where the data are
-            choice = choose_max_items_with(record_sums, plan["epsilon_keys"], src)
+            choice = choose_max_items_with(record_sums, plan["epsilon_keys"], src, noise="gaussian")
             key_plan = plan_vocabulary(plan["epsilon_keys"], plan["delta_keys"], choice, "gaussian", False, 0.0)
         cal = key_plan["calibration"]
         streams = KeyedStreams.from_rng(src)
