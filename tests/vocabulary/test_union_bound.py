@@ -171,13 +171,14 @@ def test_the_laplace_unions_default_chooses_the_laplace_quantile(algorithm):
     gau = private_vocabulary(offsets, items, labels, 8.0, 1e-5, count_fraction=0, rng=0)
     assert gau.params["max_items"] == 128 and gau.params["max_items_quantile"] == 0.9
     assert "a 90% quantile" in gau.mechanism
-    if algorithm != "weighted":  # the release layer: the same code (its weighted path: choose_max_items_with)
-        import pyarrow as pa
+    import pyarrow as pa  # the release layer (its weighted path: choose_max_items_with, where the data are)
 
-        user = np.repeat(np.arange(SPREAD.size), np.diff(offsets))
-        table = pa.table({"user": user, "item": labels[items].astype(str)})
-        rel = releases.vocabulary(table, 8.0, 1e-5, noise="laplace", algorithm=algorithm, count_fraction=0, rng=1)
-        assert rel.params["max_items"] == 1 and rel.params["max_items_quantile"] == 0.1
+    user = np.repeat(np.arange(SPREAD.size), np.diff(offsets))
+    table = pa.table({"user": user, "item": labels[items].astype(str)})
+    for engine in ("memory", "duckdb"):
+        rel = releases.vocabulary(table, 8.0, 1e-5, noise="laplace", algorithm=algorithm, count_fraction=0, rng=1,
+                                  engine=engine)  # fmt: skip
+        assert rel.params["max_items"] == 1 and rel.params["max_items_quantile"] == 0.1, (engine, rel.params)
 
 
 def test_the_engines_choice_follows_the_noise():

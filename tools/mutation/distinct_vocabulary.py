@@ -782,6 +782,17 @@ MUTANTS: list[Mutant] = [
         (1,),
     ),
     Mutant(
+        "vocabulary-release-auto-choice-without-the-noise",
+        "contribution-bound",
+        "releases/vocabulary.py",
+        "max_items = choose_max_items_with(partial(eng.key_record_sums, data), epsilon, src, noise=noise)",
+        "max_items = choose_max_items_with(partial(eng.key_record_sums, data), epsilon, src)",
+        (_RB + "test_the_laplace_unions_default_chooses_the_laplace_quantile",),
+        "the release layer's weighted Laplace union (memory, DuckDB, Spark) chooses its bound at the Gaussian "
+        "quantile",
+        (1,),
+    ),
+    Mutant(
         "vocabulary-auto-engine-choice-ignores-the-noise",
         "contribution-bound",
         "vocabulary/union.py",

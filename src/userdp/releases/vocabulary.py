@@ -97,7 +97,7 @@ def vocabulary(
     data = eng.load(source, Columns(user, item, tokenize=tokenize))
     if algo == "weighted":  # bounding and weights per person, then sums per item: on Spark's executors too
         if isinstance(max_items, str):  # "auto": each person's distinct items counted where the data are
-            max_items = choose_max_items_with(partial(eng.key_record_sums, data), epsilon, src)
+            max_items = choose_max_items_with(partial(eng.key_record_sums, data), epsilon, src, noise=noise)
         cap = max_items.value if isinstance(max_items, BoundChoice) else int(max_items)
         streams = KeyedStreams.from_rng(src)
         labels, sums = eng.bounded_item_sums(
