@@ -19,10 +19,13 @@ Figures (each writes CSV under experiments/results/heatmaps_paper_*.csv and a PN
   confidence interval per algorithm, and paired comparisons of userdp's default (``auto_heatmap``) with every
   other algorithm (mean paired difference with its 95% interval, and the win rate);
 * ``fig2``: on the largest cell-month, n in {50, 100, 200, 300, 400, 500} (Delta = 256) and Delta in {64, 128,
-  256, 512} (n = 200), epsilon = 10, 10 trials: EMD;
+  256, 512} (n = 200), 10 trials: figure 2 (EMD, epsilon = 10) and figures 4-7 (SIM, CC, KL and EMD against n
+  and against Delta, at epsilon = 10 and epsilon = 1: ``heatmaps_paper_fig4_7.png``, means in
+  ``heatmaps_paper_fig4_7_means.csv``);
 * ``fig3``: example maps at epsilon = 1 and 5;
 * ``e3``: appendix E.3's synthetic sparsity: 200 users drawing points from a mixture of 20 random Gaussians,
-  the number of points setting the share of non-empty cells, epsilon = 1, 10 datasets per level.
+  the number of points setting the share of non-empty cells, epsilon = 1, 10 datasets per level (figure 10);
+  and with 5, 10, 20 and 80 Gaussians (figure 11, ``heatmaps_paper_fig11.png``).
 
 Algorithms: the paper's (DPSparseEMDAgg + Reconstruct, w = 20), appendix D's dense aggregation (coarse side
 2^round(log2 sqrt(eps n)) from the public n = 200), the Laplace baseline and its top 0.01% and 0.001% variants
@@ -182,27 +185,35 @@ def fig1(cms, epsilons, repeats, workers, emd_all):
         _run(tasks, path, workers, f"figure 1, epsilon = {eps:g}")
 
 
-def fig2(cms, workers):
+def fig2(cms, workers, epsilons=(10.0, 1.0)):
+    """Figures 2 and 4-7: on the largest cell-month, n in {50, ..., 500} (Delta = 256) and Delta in {64, ...,
+    512} (n = 200), 10 trials, at epsilon 10 (figures 2, 4, 5) and 1 (figures 6, 7); every metric per run."""
     path = OUT / "heatmaps_paper_fig2.csv"
     cm = cms[0]  # the largest cell-month
-    gen = np.random.default_rng(2024)
-    done_n, done_side = set(), set()
+    done = set()
     if path.exists():
         old = pd.read_csv(path)
-        done_n = set(old[old.sweep == "n"].n.unique())
-        done_side = set(old[old.sweep == "side"].side.unique())
-    for n in (50, 100, 200, 300, 400, 500):
-        if n in done_n:
-            continue
-        tasks = [("fig2", dict(cell_month=cm["name"], sweep="n", trial=t), sample_users(cm, n, 256, gen), 10.0, n,
-                  1000 * n + t, (2.0,), (2.0,)) for t in range(10)]
-        _run(tasks, path, workers, f"figure 2, n = {n}")
-    for side in (64, 128, 256, 512):
-        if side in done_side:
-            continue
-        tasks = [("fig2", dict(cell_month=cm["name"], sweep="side", trial=t), sample_users(cm, N_USERS, side, gen),
-                  10.0, N_USERS, 7 * side + t, (side / 128,), (side / 128,)) for t in range(10)]
-        _run(tasks, path, workers, f"figure 2, Delta = {side}")
+        done = {(float(e), "n", int(v)) for e, v in old[old.sweep == "n"][["epsilon", "n"]].itertuples(index=False)}
+        done |= {(float(e), "side", int(v))
+                 for e, v in old[old.sweep == "side"][["epsilon", "side"]].itertuples(index=False)}  # fmt: skip
+    for eps in epsilons:
+        gen = np.random.default_rng(2024)  # the same users at every epsilon (the figures' x-axes match)
+        for n in (50, 100, 200, 300, 400, 500):
+            sums = [sample_users(cm, n, 256, gen) for _ in range(10)]
+            if (eps, "n", n) in done:
+                continue
+            seed = 1000 * n if eps == 10.0 else 1000 * n + 500_000 + int(100 * eps)
+            tasks = [("fig2", dict(cell_month=cm["name"], sweep="n", trial=t), sums[t], eps, n, seed + t, (2.0,),
+                      (2.0,)) for t in range(10)]  # fmt: skip
+            _run(tasks, path, workers, f"figure 2, epsilon = {eps:g}, n = {n}")
+        for side in (64, 128, 256, 512):
+            sums = [sample_users(cm, N_USERS, side, gen) for _ in range(10)]
+            if (eps, "side", side) in done:
+                continue
+            seed = 7 * side if eps == 10.0 else 7 * side + 500_000 + int(100 * eps)
+            tasks = [("fig2", dict(cell_month=cm["name"], sweep="side", trial=t), sums[t], eps,
+                      N_USERS, seed + t, (side / 128,), (side / 128,)) for t in range(10)]  # fmt: skip
+            _run(tasks, path, workers, f"figure 2, epsilon = {eps:g}, Delta = {side}")
 
 
 def synthetic_sum(n_users: int, points: int, clusters: int, side: int, gen: np.random.Generator) -> np.ndarray:
@@ -223,20 +234,31 @@ def synthetic_sum(n_users: int, points: int, clusters: int, side: int, gen: np.r
     return s
 
 
-def e3(workers):
+def e3(workers, clusters=(20, 5, 10, 80)):
+    """Appendix E.3 (figure 10) and figure 11: the share of non-empty cells set by the points per user, with
+    mixtures of 5, 10, 20 and 80 random Gaussians, epsilon = 1, 10 data sets per level."""
     path = OUT / "heatmaps_paper_e3.csv"
-    done = _done(path, "points")
+    if path.exists():
+        old = pd.read_csv(path)
+        if "clusters" not in old.columns:  # rows written before figure 11: all of 20 Gaussians
+            old.insert(1, "clusters", 20)
+            old.to_csv(path, index=False)
+        done = {(int(c), int(p)) for c, p in old[["clusters", "points"]].itertuples(index=False)}
+    else:
+        done = set()
     side = 256
-    for points in (1, 4, 16, 64):
-        if points in done:
-            continue
-        tasks = []
-        for t in range(10):
-            gen = np.random.default_rng(100 * points + t)
-            s = synthetic_sum(N_USERS, points, 20, side, gen)
-            key = dict(points=points, trial=t, sparsity=float((s > 0).mean()))
-            tasks.append(("e3", key, s, 1.0, N_USERS, 31 * points + t, (2.0,), (2.0,)))
-        _run(tasks, path, workers, f"appendix E.3, {points} points per user")
+    for k in clusters:
+        for points in (1, 4, 16, 64):
+            if (k, points) in done:
+                continue
+            tasks = []
+            for t in range(10):
+                gen = np.random.default_rng(100 * points + t + (0 if k == 20 else 1_000_000 * k))
+                s = synthetic_sum(N_USERS, points, k, side, gen)
+                key = dict(clusters=k, points=points, trial=t, sparsity=float((s > 0).mean()))
+                tasks.append(("e3", key, s, 1.0, N_USERS, 31 * points + t + (0 if k == 20 else 7_000 * k), (2.0,),
+                              (2.0,)))  # fmt: skip
+            _run(tasks, path, workers, f"appendix E.3, {k} Gaussians, {points} points per user")
 
 
 def fig3(cms):
@@ -321,29 +343,69 @@ def summarize() -> None:
         fig.tight_layout()
         fig.savefig(OUT / "heatmaps_paper_fig1.png", dpi=100)
         plt.close(fig)
-    for name, col in (("fig2", None), ("e3", "points")):
-        path = OUT / f"heatmaps_paper_{name}.csv"
-        if not path.exists():
-            continue
+    def curves(ax, g, x, metric):
+        for algo in ALGOS:
+            pts = [(v, *ci95(gg[metric])) for v, gg in g[g.algorithm == algo].groupby(x)]
+            if pts:
+                xs, m, h = (np.array(a) for a in zip(*pts, strict=True))
+                ax.errorbar(xs, m, yerr=h, marker="o", capsize=2, label=algo, lw=2.5 if algo == OURS else 1)
+        ax.set_xlabel({"side": "Δ", "n": "n (users)", "points": "points per user"}[x])
+        if x in ("side", "points"):
+            ax.set_xscale("log", base=2)
+
+    path = OUT / "heatmaps_paper_fig2.csv"
+    if path.exists():
         df = pd.read_csv(path)
-        groups = [("n", df[df.sweep == "n"]), ("side", df[df.sweep == "side"])] if name == "fig2" else [(col, df)]
-        fig, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), 4), squeeze=False)
-        for ax, (x, g) in zip(axes[0], groups, strict=True):
-            for algo in ALGOS:
-                pts = [(v, *ci95(gg.EMD)) for v, gg in g[g.algorithm == algo].groupby(x)]
-                if pts:
-                    xs, m, h = (np.array(a) for a in zip(*pts, strict=True))
-                    ax.errorbar(xs, m, yerr=h, marker="o", capsize=2, label=algo, lw=2.5 if algo == OURS else 1)
-            ax.set_xlabel(x)
+        sweeps = [("n", df[df.sweep == "n"]), ("side", df[df.sweep == "side"])]
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4), squeeze=False)  # figure 2: EMD at epsilon 10
+        for ax, (x, g) in zip(axes[0], sweeps, strict=True):
+            curves(ax, g[g.epsilon == 10.0], x, "EMD")
             ax.set_ylabel("EMD")
-            if x in ("side", "points"):
-                ax.set_xscale("log", base=2)
         axes[0][0].legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(OUT / f"heatmaps_paper_{name}.png", dpi=100)
+        fig.savefig(OUT / "heatmaps_paper_fig2.png", dpi=100)
         plt.close(fig)
-        by = groups[0][0] if name == "e3" else "side"
-        print(df.groupby([by, "algorithm"]).EMD.mean().unstack().round(4).to_string(), flush=True)
+        epsilons = sorted(df.epsilon.unique(), reverse=True)  # figures 4-7: every metric, epsilon 10 and 1
+        fig, axes = plt.subplots(4, 2 * len(epsilons), figsize=(5 * 2 * len(epsilons), 14), squeeze=False)
+        for i, metric in enumerate(("SIM", "CC", "KL", "EMD")):
+            for j, (eps, (x, g)) in enumerate((e, sw) for e in epsilons for sw in sweeps):
+                ax = axes[i][j]
+                curves(ax, g[g.epsilon == eps], x, metric)
+                ax.set_title(f"{metric} ({'higher' if HIGHER_IS_BETTER[metric] else 'lower'} is better), ε = {eps:g}",
+                             fontsize=9)  # fmt: skip
+        axes[0][0].legend(fontsize=6)
+        fig.tight_layout()
+        fig.savefig(OUT / "heatmaps_paper_fig4_7.png", dpi=90)
+        plt.close(fig)
+        summary = df.groupby(["epsilon", "sweep", "n", "side", "algorithm"])[["SIM", "CC", "KL", "EMD"]].mean()
+        summary.round(4).to_csv(OUT / "heatmaps_paper_fig4_7_means.csv")
+        for eps in epsilons:
+            print(f"epsilon {eps:g}, EMD by Delta:", flush=True)
+            d = df[(df.epsilon == eps) & (df.sweep == "side")]
+            print(d.groupby(["side", "algorithm"]).EMD.mean().unstack().round(4).to_string(), flush=True)
+    path = OUT / "heatmaps_paper_e3.csv"
+    if path.exists():
+        df = pd.read_csv(path)
+        if "clusters" not in df.columns:
+            df.insert(1, "clusters", 20)
+        fig, axes = plt.subplots(1, 1, figsize=(6, 4), squeeze=False)  # figure 10: 20 Gaussians
+        curves(axes[0][0], df[df.clusters == 20], "points", "EMD")
+        axes[0][0].set_ylabel("EMD")
+        axes[0][0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(OUT / "heatmaps_paper_e3.png", dpi=100)
+        plt.close(fig)
+        ks = sorted(df.clusters.unique())  # figure 11: 5, 10, 20 and 80 Gaussians
+        fig, axes = plt.subplots(1, len(ks), figsize=(5 * len(ks), 4), squeeze=False)
+        for ax, k in zip(axes[0], ks, strict=True):
+            curves(ax, df[df.clusters == k], "points", "EMD")
+            ax.set_title(f"{k} Gaussians, ε = 1")
+            ax.set_ylabel("EMD")
+        axes[0][0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(OUT / "heatmaps_paper_fig11.png", dpi=90)
+        plt.close(fig)
+        print(df.groupby(["clusters", "points", "algorithm"]).EMD.mean().unstack().round(4).to_string(), flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
