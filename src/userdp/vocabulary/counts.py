@@ -448,7 +448,7 @@ def key_counts_from_sums(
     (:func:`userdp.noise.keyed_keep`, a uniformly random subset: every engine keeps the same keys) before the
     set union; the bounds and the counts see each person restricted to the counted keys."""
     from ..noise import KeyedStreams, keyed_keep
-    from .union import _select, choose_max_items_with, plan_vocabulary, vocabulary_sum_columns
+    from .union import _select, auto_quantile, choose_max_items_with, plan_vocabulary, vocabulary_sum_columns
 
     src = resolve_rng(rng)
     noise = plan["noise"]
@@ -548,8 +548,8 @@ def key_counts_from_sums(
     return Release(
         {"keys": out_labels, "counts": np.asarray(counts), "l0": int(l0), "linf": int(linf)},
         guarantee,
-        ("max_keys chosen privately (exponential mechanism, a 90% quantile of the persons' key counts) + "
-         if eps_max_keys > 0 else "")
+        (f"max_keys chosen privately (exponential mechanism, a {auto_quantile('gaussian'):.0%} quantile of the "
+         "persons' key counts) + " if eps_max_keys > 0 else "")
         + f"per-key counts, contribution bounds {chosen_how}"
         + (" (GEM, Knop & Steinke's scores)" if plan["auto"] else ""),
         params,
