@@ -288,12 +288,13 @@ def ci95(x: np.ndarray) -> tuple[float, float]:
     return float(x.mean()), float(student.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
 
 
-def paired(df: pd.DataFrame, metric: str, sigma: float) -> pd.DataFrame:
+def paired(df: pd.DataFrame, metric: str, sigma: float, unit: str = "cell_month") -> pd.DataFrame:
     """Per epsilon and algorithm: the mean paired difference (other - ours, signed so that positive means
-    ours is better), its 95% t-interval over the runs and over the cell-month means, and ours' win and tie
-    rates over the same runs (a tie: the same output, e.g. the auto release and the branch it ran)."""
+    ours is better), its 95% t-interval over the runs and over the means per ``unit`` (the cell-month; the
+    image on SALICON), and ours' win and tie rates over the same runs (a tie: the same output, e.g. the auto
+    release and the branch it ran)."""
     d = df[df.sigma == sigma]
-    keys = ["epsilon", "cell_month", "trial", "repeat"]
+    keys = ["epsilon", unit, "trial", "repeat"]
     wide = d.pivot_table(index=keys, columns="algorithm", values=metric)
     rows = []
     sign = -1.0 if HIGHER_IS_BETTER[metric] else 1.0
@@ -303,11 +304,26 @@ def paired(df: pd.DataFrame, metric: str, sigma: float) -> pd.DataFrame:
             m, h = ci95(diff.to_numpy())
             # the runs of one cell-month share its users (and the repeats share a sum): a t-interval over the
             # cell-month means is the conservative one
-            _, h_cells = ci95(diff.groupby(level="cell_month").mean().to_numpy())
+            _, h_cells = ci95(diff.groupby(level=unit).mean().to_numpy())
             rows.append(dict(epsilon=eps, metric=metric, versus=other, runs=int(diff.notna().sum()),
                              advantage=m, ci95=h, ci95_cell_months=h_cells, win_rate=float((diff > 0).mean()),
                              tie_rate=float((diff == 0).mean())))
     return pd.DataFrame(rows)
+
+
+def curves(ax, g: pd.DataFrame, x: str, metric: str) -> None:
+    """One panel: every algorithm's mean ``metric`` against ``x`` with its 95% t-interval (userdp's default
+    drawn thicker)."""
+    for algo in ALGOS:
+        pts = [(v, *ci95(gg[metric])) for v, gg in g[g.algorithm == algo].groupby(x)]
+        if pts:
+            xs, m, h = (np.array(a) for a in zip(*pts, strict=True))
+            ax.errorbar(xs, m, yerr=h, marker="o", capsize=2, label=algo, lw=2.5 if algo == OURS else 1)
+    ax.set_xlabel({"side": "Δ", "n": "n (users)", "points": "points per user", "epsilon": "ε"}[x])
+    if x in ("side", "points"):
+        ax.set_xscale("log", base=2)
+    elif x == "epsilon":
+        ax.set_xscale("log")
 
 
 def summarize() -> None:
@@ -343,16 +359,6 @@ def summarize() -> None:
         fig.tight_layout()
         fig.savefig(OUT / "heatmaps_paper_fig1.png", dpi=100)
         plt.close(fig)
-    def curves(ax, g, x, metric):
-        for algo in ALGOS:
-            pts = [(v, *ci95(gg[metric])) for v, gg in g[g.algorithm == algo].groupby(x)]
-            if pts:
-                xs, m, h = (np.array(a) for a in zip(*pts, strict=True))
-                ax.errorbar(xs, m, yerr=h, marker="o", capsize=2, label=algo, lw=2.5 if algo == OURS else 1)
-        ax.set_xlabel({"side": "Δ", "n": "n (users)", "points": "points per user"}[x])
-        if x in ("side", "points"):
-            ax.set_xscale("log", base=2)
-
     path = OUT / "heatmaps_paper_fig2.csv"
     if path.exists():
         df = pd.read_csv(path)

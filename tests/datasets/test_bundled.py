@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import lzma
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -61,3 +62,36 @@ def test_imdb_real_file_prefix():
 
 def test_attribution_present():
     assert set(D.ATTRIBUTION) == {"foursquare_nyc", "amazon_fashion", "imdb"}
+
+
+def test_the_package_bundles_no_salicon_data():
+    """SALICON is CC BY-NC: experiments read it from the shared folder; nothing of it ships in the package."""
+    src = Path(D.__file__).resolve().parents[1]
+    names = [p.name.lower() for p in src.rglob("*") if p.is_file()]
+    assert not [n for n in names if "salicon" in n or "fixation" in n]
+    assert "salicon" not in " ".join(D.ATTRIBUTION).lower()
+
+
+@pytest.mark.skipif(not (SHARED / "salicon_fixations_examples.json.xz").exists(), reason="shared SALICON file absent")
+def test_salicon_experiment_reads_the_documented_sample():
+    """experiments/heatmaps_salicon.py: 10 images, 55-67 workers each (610 records), every fixation on the
+    320 x 240 grid of appendix E.2, each worker's points one unit of mass."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments"))
+    import heatmaps_salicon as S
+
+    images = S.load_images(SHARED / "salicon_fixations_examples.json.xz")
+    counts = [len(im["workers"]) for im in images]
+    assert len(images) == 10 and sum(counts) == 610 and min(counts) == 55 and max(counts) == 67
+    for im in images:
+        for cells in im["workers"].values():
+            assert cells.min() >= 0 and (cells[:, 0] < S.ROWS).all() and (cells[:, 1] < S.COLS).all()
+    im = images[0]
+    s = S.image_sum(im["workers"], sorted(im["workers"]))
+    assert s.shape == (240, 320) and s.sum() == pytest.approx(len(im["workers"]))
+    # a pixel's cell: rows 1-2 -> 0, 479-480 -> 239 (the 480 x 640 image halved)
+    with lzma.open(SHARED / "salicon_fixations_examples.json.xz", "rt") as f:
+        raw = json.load(f)
+    fx = np.array([x for a in raw["annotations"] for x in a["fixations"]])
+    assert fx.min() == 1 and fx[:, 0].max() == 480 and fx[:, 1].max() == 640
