@@ -226,7 +226,7 @@ def zcdp_delta_bound(rho: float, epsilon: float) -> float:
     return float(zcdp_delta(float(rho), float(epsilon)))
 
 
-def zcdp_epsilon(rho: float, delta: float) -> float:
+def zcdp_epsilon(rho: float, delta: float, refine: bool = True) -> float:
     """An upper bound on the smallest epsilon at which a ``rho``-zCDP mechanism is ``(epsilon, delta)``-DP:
     Canonne, Kamath & Steinke (2020), Corollary 13 solved for epsilon,
     ``epsilon = a rho + (ln(1 / delta) - ln a) / (a - 1) + ln(1 - 1 / a)``, minimized over a fixed grid of
@@ -246,6 +246,8 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     eps = a * rho + (log_inv - _LOG_ORDERS) / (a - 1) + _LOG1M_INV
     k = int(np.argmin(eps))
     best = float(eps[k])
+    if not refine:
+        return max(best, 0.0)
 
     def at(u: float) -> float:  # a = 1 + e^u
         b = 1.0 + math.exp(u)
@@ -381,7 +383,7 @@ def _pld_epsilon(losses: list[PrivacyLoss], delta: float) -> float:
     return 0.0 if total is None else float(total.get_epsilon_for_delta(delta))
 
 
-def _zcdp_group_epsilon(rho: float, delta_parts: float, tv: float, delta: float) -> float:
+def _zcdp_group_epsilon(rho: float, delta_parts: float, tv: float, delta: float, refine: bool = True) -> float:
     """An epsilon at ``delta`` for a ``delta_parts``-approximately ``rho``-zCDP composition within total variation
     ``tv`` (:class:`ZCDPLoss`): ``zcdp_epsilon(rho, delta - delta_parts - (1 + e^e) tv)``, the ``tv`` term taken
     at an ``e`` the result must not exceed."""
@@ -389,14 +391,14 @@ def _zcdp_group_epsilon(rho: float, delta_parts: float, tv: float, delta: float)
     if not room > 0:
         return math.inf
     if tv == 0:
-        return zcdp_epsilon(rho, room)
-    e0 = zcdp_epsilon(rho, room)
+        return zcdp_epsilon(rho, room, refine)
+    e0 = zcdp_epsilon(rho, room, refine)
     cap = e0 + 1.0
-    e1 = zcdp_epsilon(rho, room - (1 + math.exp(min(cap, 700.0))) * tv)
+    e1 = zcdp_epsilon(rho, room - (1 + math.exp(min(cap, 700.0))) * tv, refine)
     return e1 if e1 <= cap else math.inf
 
 
-_SPLITS = tuple(np.concatenate([np.geomspace(1e-4, 0.5, 24), 1 - np.geomspace(1e-4, 0.5, 24)[::-1][1:]]))
+_SPLITS = tuple(np.concatenate([np.geomspace(1e-4, 0.5, 13), 1 - np.geomspace(1e-4, 0.5, 13)[::-1][1:]]))
 
 
 def tight_epsilon(losses: Iterable[PrivacyLoss], delta: float) -> float:
@@ -430,10 +432,18 @@ def tight_epsilon(losses: Iterable[PrivacyLoss], delta: float) -> float:
                 eps = min(eps, _zcdp_group_epsilon(r, dparts, tv, delta))
                 continue
             composed = _composed_pld(pld_part)
-            for f in _SPLITS:
+            best, best_dz = math.inf, None
+            for f in _SPLITS:  # the grid of orders alone (valid), then the best split refined
                 dz = delta * f
-                part = float(composed.get_epsilon_for_delta(delta - dz))
-                eps = min(eps, _zcdp_group_epsilon(r, dparts, tv, dz) + part)
+                pld_eps = float(composed.get_epsilon_for_delta(delta - dz))
+                total = _zcdp_group_epsilon(r, dparts, tv, dz, False) + pld_eps
+                if total < best:
+                    best, best_dz = total, dz
+            eps = min(eps, best)
+            if best_dz is not None and math.isfinite(best):
+                dz = best_dz
+                refined = _zcdp_group_epsilon(r, dparts, tv, dz) + float(composed.get_epsilon_for_delta(delta - dz))
+                eps = min(eps, refined)
     basic, basic_delta = basic_epsilon(losses)
     if delta >= basic_delta:  # basic composition holds too: report the better of the two
         eps = min(eps, basic)
