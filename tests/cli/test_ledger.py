@@ -30,7 +30,7 @@ def test_init_takes_exactly_one_budget(tmp_path, capsys):
     assert main(["ledger", "init", str(ledger), "--budget", "add-remove:1", "--budget", "replace:1"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("userdp: error: a ledger protects one neighbour relation")
-    assert "pass --budget once" in err and not ledger.exists()
+    assert "pass --budget or --budget-rho once" in err and not ledger.exists()
     assert _init(capsys, ledger, "replace:4:1e-6") == 0
     assert json.loads(ledger.read_text())["budget"] == {
         "kind": "ApproxDP",
@@ -277,3 +277,91 @@ def test_every_releasing_command_charges_what_it_released(command, tmp_path, cap
     else:  # d_EM-DP, read at d_EM = 1: the user-level cost is at least alpha's share, never below the release's
         assert isinstance(delivered, EMDMetricDP) or type(delivered).__name__ == "DiscreteEMDDP"
         assert cost.epsilon > 0
+
+
+def _vocabulary(reviews: Path, *flags: str) -> list[str]:
+    return ["vocabulary", str(reviews), "--user", "reviewer", "--item", "text", "--tokenize", "--epsilon", "1",
+            "--delta", "1e-6", "--show", "0", *flags]  # fmt: skip
+
+
+def test_an_epsilon_delta_ledger_charges_the_tight_total(tmp_path, capsys, reviews):
+    """Three (1, 1e-6) Gaussian vocabulary runs fit a (2.5, 1e-5) ledger: their stated zCDP guarantee composes to
+    about 1.09 at 1e-5, where basic composition (3 > 2.5) would refuse the third; `ledger show` prints the tight
+    (charged) total, the basic one and the zCDP one."""
+    ledger = tmp_path / "ledger.json"
+    assert _init(capsys, ledger, "add-remove:2.5:1e-5") == 0
+    for _ in range(3):
+        assert main(_vocabulary(reviews, "--ledger", str(ledger))) == 0
+    capsys.readouterr()
+    entries = json.loads(ledger.read_text())["entries"]
+    assert len(entries) == 3 and all(e["losses"][0]["kind"] == "ZCDPLoss" for e in entries)
+    assert main(["ledger", "show", str(ledger)]) == 0
+    text = capsys.readouterr().out
+    assert "budget epsilon 2.5, delta 1e-05; spent epsilon 1.08977 at delta 1e-05 (tight composition)" in text
+    assert "(tight composition); left epsilon 1.41023 at delta 1e-05" in text
+    assert "basic composition epsilon 3, delta 3e-06" in text and "zCDP rho 0.0354831, delta 7.5e-07" in text
+    assert "charged by the tight total" in text
+    assert main(["ledger", "show", str(ledger), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["spent, basic composition"] == "epsilon 3, delta 3e-06"
+    assert shown["spent"].startswith("epsilon 1.08977")
+    assert shown["spent, tight composition"].startswith("epsilon 1.08977")
+
+
+def test_a_rho_ledger_takes_what_states_zcdp_and_refuses_the_rest_before_reading(tmp_path, capsys, reviews):
+    """`--budget-rho add-remove:0.02:1e-5` takes one Gaussian vocabulary run (rho 0.0118) and refuses the second
+    (0.0237 > 0.02); a release that states no zCDP guarantee (distinct, Laplace vocabulary) is refused before
+    its input is read (a missing file is not reached), and so is a ledger of another relation; the ledger is
+    unchanged by each refusal."""
+    ledger = tmp_path / "rho.json"
+    assert main(["ledger", "init", str(ledger), "--budget-rho", "add-remove:0.02:1e-5"]) == 0
+    capsys.readouterr()
+    assert main(_vocabulary(reviews, "--ledger", str(ledger))) == 0
+    capsys.readouterr()
+    (entry,) = json.loads(ledger.read_text())["entries"]
+    assert entry["cost"]["kind"] == "ZCDP" and entry["cost"]["rho"] == pytest.approx(0.0118277, rel=1e-5)
+    before = ledger.read_text()
+    assert main(_vocabulary(reviews, "--ledger", str(ledger))) == 2
+    out, err = capsys.readouterr()
+    assert "over the budget" in err and ledger.read_text() == before
+    missing = tmp_path / "missing.csv"
+    for argv in (
+        cli_argv.distinct(missing, "reviewer", "text", "--epsilon", "1"),
+        _vocabulary(missing, "--noise", "laplace"),
+        _vocabulary(missing, "--algorithm", "sips"),
+    ):
+        assert main(argv + ["--ledger", str(ledger)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith("userdp: error:") and "states no zCDP guarantee" in err
+        assert "missing.csv" not in err.split("is a zCDP budget")[1] and ledger.read_text() == before
+    assert main(["ledger", "show", str(ledger)]) == 0
+    text = capsys.readouterr().out
+    assert "budget rho 0.02, delta 1e-05; spent rho 0.0118277, delta 2.5e-07; left rho 0.00817" in text
+    assert "basic composition epsilon 1, delta 1e-06" in text and "charged by rho (zCDP composition)" in text
+    counts = ["counts", str(missing), "--user", "reviewer", "--key", "text", "--epsilon", "1", "--delta", "1e-6"]
+    assert main(counts + ["--ledger", str(ledger)]) == 2  # Laplace counts (the default): refused before reading
+    assert "`userdp counts` with --noise laplace states no zCDP guarantee" in capsys.readouterr().err
+    assert main(counts + ["--noise", "gaussian", "--ledger", str(ledger)]) == 2  # accepted: then the file is missing
+    assert "missing.csv" in capsys.readouterr().err and ledger.read_text() == before
+    replace = tmp_path / "replace.json"
+    assert main(["ledger", "init", str(replace), "--budget-rho", "replace:1"]) == 0
+    assert main(_vocabulary(missing, "--ledger", str(replace))) == 2
+    assert "zCDP is not converted between relations" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--budget-rho", "add-remove:0"],
+        ["--budget-rho", "add-remove:x"],
+        ["--budget-rho", "sideways:1"],
+        ["--budget-rho", "add-remove:1:1.5"],
+        ["--budget-rho", "add-remove:1", "--budget", "add-remove:1"],
+        [],
+    ],
+)
+def test_a_bad_rho_budget_is_refused_and_creates_nothing(tmp_path, capsys, flags):
+    ledger = tmp_path / "rho.json"
+    assert main(["ledger", "init", str(ledger), *flags]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("userdp: error:") and "Traceback" not in err and not ledger.exists()

@@ -4,6 +4,7 @@ releases nothing on refusal."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -90,14 +91,25 @@ def test_a_demd_session_converts_local_releases_and_refuses_user_level_ones():
 
 
 def test_charging_past_delta_one_is_refused_as_over_budget():
-    """Finding 8: the composed delta reaching 1 used to become delta = 1.0 and raise ParameterError."""
+    """Finding 8: the composed delta reaching 1 used to become delta = 1.0 and raise ParameterError. A budget
+    charged by basic composition (here d_EM-DP) refuses it; an (epsilon, delta) budget is charged by the
+    optimal composition, whose delta is 1 - (1 - 0.6)^2 = 0.84 (Kairouz et al.), not the sum 1.2."""
+    s = Session(EMDMetricDP(5.0, 0.9))
+    s.charge(EMDMetricDP(0.1, 0.6), "first")
+    assert not s.can_spend(EMDMetricDP(0.1, 0.6))
+    with pytest.raises(BudgetExceededError):
+        s.charge(EMDMetricDP(0.1, 0.6), "second")
+    assert len(s.ledger) == 1
     s = Session(ApproxDP(5.0, 0.9, REPLACE))
     s.charge(ApproxDP(0.1, 0.6, REPLACE), "first")
-    for release in (ApproxDP(0.1, 0.6, REPLACE), ApproxDP(0.1, 0.4, AR)):  # 0.4 (1 + e^0.1) = 0.84 as replace
+    s.charge(ApproxDP(0.1, 0.6, REPLACE), "second")  # (0.2, 0.84)-DP by optimal composition
+    assert s.tight_spent()[0] <= 0.2 + 1e-3 and s.spent() is None  # basic composition protects nothing
+    assert s.basic_spent() == (math.inf, 1.0)
+    for release in (ApproxDP(0.1, 0.6, REPLACE), ApproxDP(0.1, 0.4, AR)):  # 1 - 0.4^2 0.4 > 0.9; 0.84 as replace
         assert not s.can_spend(release)
         with pytest.raises(BudgetExceededError):
-            s.charge(release, "second")
-    assert len(s.ledger) == 1
+            s.charge(release, "third")
+    assert len(s.ledger) == 2
 
 
 def test_run_refuses_before_releasing():
@@ -145,7 +157,7 @@ def test_save_and_load_keep_each_release_and_its_cost(tmp_path):
         (e.label, e.guarantee, e.mechanism, e.cost) for e in s.ledger
     ]
     data = json.loads(path.read_text())
-    assert data["format"] == "userdp-ledger/2" and data["entries"][0]["cost"]["epsilon"] == 1.0
+    assert data["format"] == "userdp-ledger/3" and data["entries"][0]["cost"]["epsilon"] == 1.0
     data["entries"][0]["cost"]["neighbours"] = AR.value  # a cost of another kind than the budget
     path.write_text(json.dumps(data))
     with pytest.raises(ParameterError, match="another kind"):
@@ -195,7 +207,7 @@ def test_an_old_ledger_with_one_budget_is_read(tmp_path):
     assert s.budget == ApproxDP(2.0, 1e-6, AR) and s.spent() == PureDP(0.5)
     with Session.locked(path) as same:
         same.charge(PureDP(0.5), "more")
-    assert json.loads(path.read_text())["format"] == "userdp-ledger/2"
+    assert json.loads(path.read_text())["format"] == "userdp-ledger/3"
     assert Session.load(path).spent() == PureDP(1.0)
 
 

@@ -286,7 +286,7 @@ def report(args: argparse.Namespace, title: str, out: dict) -> bool:
 
 def charge(args: argparse.Namespace, release: Any) -> None:
     """Charge ``release`` to ``--ledger`` (if given) before anything is printed or written."""
-    ledger.charge(args, release.guarantee, release.mechanism)
+    ledger.charge(args, release.guarantee, release.mechanism, getattr(release, "losses", ()))
 
 
 def probe_writable(*paths: Any) -> None:

@@ -66,7 +66,7 @@ def _check_values(args: argparse.Namespace) -> None:
     """``--option=--`` gives argparse's empty list instead of a value (Python 3.11): refuse it as a usage
     error. Only ``--budget`` (append) takes a list."""
     for name, value in vars(args).items():
-        if isinstance(value, list) and name not in ("budget", "argv"):
+        if isinstance(value, list) and name not in ("budget", "budget_rho", "argv"):
             raise ParameterError(f"--{name.replace('_', '-')} needs a value")
 
 

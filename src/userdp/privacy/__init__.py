@@ -2,6 +2,8 @@
 
 from .budget import LedgerEntry, Session, guarantee_from_dict, guarantee_to_dict, ledger_lock
 from .guarantees import (
+    ZCDP,
+    ZCDP_TV_ALLOWANCE,
     ApproxDP,
     DiscreteEMDDP,
     EMDMetricDP,
@@ -34,6 +36,8 @@ __all__ = [
     "Neighbours",
     "PureDP",
     "Session",
+    "ZCDP",
+    "ZCDP_TV_ALLOWANCE",
     "alpha_from_targets",
     "compose",
     "convert_to_budget",

@@ -2,7 +2,10 @@
 
 A :class:`Session` protects ONE kind of guarantee (for example ``(epsilon, delta)``-DP for replace one
 user's data). Every release is converted into that kind by
-:func:`~userdp.privacy.guarantees.convert_to_budget` before it is charged. A ledger file shared by
+:func:`~userdp.privacy.guarantees.convert_to_budget` before it is charged. An ``(epsilon, delta)`` budget with
+``delta > 0`` is charged by the tight total (:func:`userdp.privacy.composition.tight_epsilon`: privacy loss
+distributions, and zCDP for the releases that state it); a zCDP budget (:class:`~userdp.privacy.ZCDP`) by
+adding the ``rho`` the releases state; the other budgets by basic composition. A ledger file shared by
 several processes (the CLI's ``--ledger``) is updated under an exclusive lock (:meth:`Session.locked`).
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -21,6 +25,7 @@ from typing import Any
 
 from ..errors import BudgetExceededError, ParameterError
 from .guarantees import (
+    ZCDP,
     ApproxDP,
     DiscreteEMDDP,
     EMDMetricDP,
@@ -34,9 +39,14 @@ from .guarantees import (
 
 __all__ = ["Session", "LedgerEntry", "guarantee_to_dict", "guarantee_from_dict", "ledger_lock"]
 
-LEDGER_FORMAT = "userdp-ledger/2"
+LEDGER_FORMAT = "userdp-ledger/3"
+"""Format 3 (userdp 2026-11): the same fields as format 2; an ``(epsilon, delta)`` ledger is charged by the
+tight total, so format 2's readers (which replay it by basic composition) must not read it. Formats 2 and 1
+are read: their entries were charged by basic composition, which the tight total never exceeds."""
 
-_KINDS: dict[str, type] = {c.__name__: c for c in (PureDP, ApproxDP, ItemMetricDP, EMDMetricDP, DiscreteEMDDP)}
+_KINDS: dict[str, type] = {
+    c.__name__: c for c in (PureDP, ApproxDP, ItemMetricDP, EMDMetricDP, DiscreteEMDDP, ZCDP)
+}
 
 
 def guarantee_to_dict(g: Guarantee) -> dict:
@@ -118,6 +128,50 @@ def _head(g: Guarantee) -> str:
     return g.describe().split(":")[0]
 
 
+def _entry_losses(g: Guarantee, cost: Guarantee, losses: tuple) -> list:
+    """A release's privacy loss in the budget's relation: its stated ``losses`` when its cost needs no
+    conversion (``cost == g``), else the worst-case loss of its cost (a ``DPLoss``); nothing for a cost that
+    is not ``(epsilon, delta)``-DP or zCDP."""
+    from .composition import DPLoss
+
+    if losses and cost == g:
+        return list(losses)
+    if isinstance(cost, ZCDP):
+        return list(losses)
+    if isinstance(cost, ApproxDP):
+        return [DPLoss(float(cost.epsilon), float(cost.delta))]
+    return []
+
+
+def _zcdp_cost(g: Guarantee, losses: tuple, budget: ZCDP) -> ZCDP:
+    """What a release costs in a zCDP budget: the sum of the zCDP parts it states (a pure part ``epsilon`` is
+    ``epsilon^2 / 2``-zCDP, Bun & Steinke 2016, Proposition 1.4); refused when it states none, states a part
+    that is not zCDP, or is of another neighbour relation."""
+    from .composition import ZCDPLoss, _pure_epsilon
+
+    head = _head(g)
+    if not isinstance(g, ApproxDP) or g.neighbours is not budget.neighbours:
+        raise BudgetExceededError(
+            f"a release with {head} cannot be charged to a zCDP budget for {budget.neighbours.value}: only "
+            "releases of that relation that state a zCDP guarantee can (zCDP is not converted between relations)"
+        )
+    if not any(isinstance(x, ZCDPLoss) for x in losses):
+        raise BudgetExceededError(
+            f"a release with {head} cannot be charged to a zCDP budget: it states no zCDP guarantee (only "
+            "releases whose noise is Gaussian do: the Gaussian weighted vocabulary and the Gaussian per-key "
+            "counts; charge the others to an (epsilon, delta) ledger)"
+        )
+    rho = delta = tv = 0.0
+    for x in losses:
+        if isinstance(x, ZCDPLoss):
+            rho, delta, tv = rho + x.rho, delta + x.delta, tv + x.tv
+        elif _pure_epsilon(x) is not None:
+            rho += _pure_epsilon(x) ** 2 / 2
+        else:
+            raise BudgetExceededError(f"a release with {head} states a part that is not zCDP ({x})")
+    return ZCDP(rho, delta, budget.neighbours, tv)
+
+
 def _main(g: Guarantee) -> float:
     """The main parameter of a guarantee: epsilon or alpha."""
     return g.epsilon if hasattr(g, "epsilon") else g.alpha  # type: ignore[attr-defined]
@@ -131,8 +185,19 @@ class Session:
     :func:`~userdp.privacy.guarantees.convert_to_budget` (for a budget for replace one user's data, an
     add/remove ``epsilon`` costs ``2 epsilon``, a local ``epsilon`` costs ``epsilon``, a d_EM-DP release
     costs its user-level guarantee at ``d_EM = 1``); a release that implies nothing of the budget's kind
-    is refused with the reason. Costs compose by basic composition (epsilons or alphas add, deltas add).
-    A release that would overspend is refused *before* it is computed (:meth:`run`).
+    is refused with the reason. A release that would overspend is refused *before* it is computed
+    (:meth:`run`), and a refused release records nothing.
+
+    **What is charged.** For an ``(epsilon, delta)``-DP budget with ``delta > 0``, a release is admitted iff
+    the *tight total* of every entry and the new one, :func:`userdp.privacy.composition.tight_epsilon` at the
+    budget's ``delta``, is at most the budget's ``epsilon``: each entry enters as the loss it states
+    (``losses``, used when its cost needs no conversion) or as the worst-case PLD of its ``(epsilon, delta)``
+    cost (the optimal composition of such mechanisms, Kairouz, Oh & Viswanath 2015), through ``dp-accounting``'s
+    pessimistic PLDs, and the releases stating zCDP (:class:`~userdp.privacy.composition.ZCDPLoss`) also by
+    adding their ``rho``. The tight total never exceeds basic composition's, so a ledger charged by basic
+    composition stays valid. A pure budget (``delta = 0``) and the d_EM-DP and item-level budgets are charged
+    by basic composition (epsilons or alphas add, deltas add). A zCDP budget (:class:`ZCDP`) is charged the
+    ``rho`` (and approximate ``delta``) the release states, and refuses a release that states none.
 
     Parameters
     ----------
@@ -165,20 +230,31 @@ class Session:
         self._spent: Guarantee | None = None
         self.ledger: list[LedgerEntry] = []
 
-    def cost(self, g: Guarantee) -> Guarantee:
-        """What a release with guarantee ``g`` costs in this session's budget (raises
+    def cost(self, g: Guarantee, losses: Sequence[Any] = ()) -> Guarantee:
+        """What a release with guarantee ``g`` (and stated ``losses``) costs in this session's budget (raises
         :class:`BudgetExceededError` if it cannot be charged to it at all)."""
+        if isinstance(self.budget, ZCDP):
+            return _zcdp_cost(g, tuple(losses), self.budget)
         return convert_to_budget(g, self.budget)
 
     def spent(self) -> Guarantee | None:
-        """Total spent so far, in the budget's kind (``None`` if nothing)."""
+        """Total spent so far by *basic* composition, in the budget's kind (``None`` if nothing; for a zCDP
+        budget, the zCDP total, which is what it charges). :meth:`tight_spent` is what an ``(epsilon, delta)``
+        budget charges."""
         return self._spent
 
     def remaining(self) -> Guarantee | None:
-        """What is left of the budget (``None`` if it is used up)."""
+        """What is left of the budget by basic composition (``None`` if it is used up there). Any release whose
+        cost fits in it is admitted (the charged total never exceeds basic composition's); with the tight
+        total, more may be (:meth:`can_spend` says)."""
         budget, spent = self.budget, self._spent
         if spent is None:
-            return budget
+            return budget if not self.ledger else None
+        if isinstance(budget, ZCDP):
+            rho = budget.rho - spent.rho  # type: ignore[attr-defined]
+            if rho <= 1e-12 * budget.rho:
+                return None
+            return ZCDP(rho, max(budget.delta - spent.delta, 0.0), budget.neighbours, budget.tv - spent.tv)  # type: ignore[attr-defined]
         main = _main(budget) - _main(spent)
         if main <= 1e-12 * _main(budget):
             return None
@@ -189,13 +265,35 @@ class Session:
         extra = {"curve": None} if isinstance(budget, EMDMetricDP) else {}
         return dataclasses.replace(budget, **{field: main, "delta": delta}, **extra)
 
-    def _total_with(self, cost: Guarantee) -> Guarantee:
-        return cost if self._spent is None else self._spent.compose(cost)
+    def _tight(self) -> bool:
+        """True if this budget is charged by the tight total: ``(epsilon, delta)``-DP with ``delta > 0``."""
+        return isinstance(self.budget, ApproxDP) and self.budget.delta > 0
 
-    def can_spend(self, g: Guarantee) -> bool:
-        """True if a release with guarantee ``g`` fits in what is left."""
+    def _losses(self, extra: tuple = ()) -> list:
+        """Every entry's privacy loss in the budget's relation, then ``extra`` (the new release's)."""
+        out: list = []
+        for e in self.ledger:
+            out += _entry_losses(e.guarantee, e.cost, e.losses)
+        return out + list(extra)
+
+    def _fits(self, cost: Guarantee, new_losses: tuple) -> tuple[bool, str]:
+        """Whether the entries and a new release of cost ``cost`` (and losses ``new_losses``) fit the budget,
+        and the total it was judged by (in words)."""
+        if self._tight():
+            from .composition import tight_epsilon
+
+            d = float(self.budget.delta)  # type: ignore[attr-defined]
+            eps = tight_epsilon(self._losses(new_losses), d)
+            ok = eps <= self.budget.epsilon * (1 + 1e-12)  # type: ignore[attr-defined]
+            return ok, f"epsilon {eps:.6g} at delta {d:.3g} by tight composition"
+        total = cost if self._spent is None else self._spent.compose(cost)
+        return total.fits_within(self.budget), _head(total)
+
+    def can_spend(self, g: Guarantee, losses: Sequence[Any] = ()) -> bool:
+        """True if a release with guarantee ``g`` (and stated ``losses``) fits in what is left."""
         try:
-            return self._total_with(self.cost(g)).fits_within(self.budget)
+            cost = self.cost(g, losses)
+            return self._fits(cost, tuple(_entry_losses(g, cost, tuple(losses))))[0]
         except BudgetExceededError:
             return False
 
@@ -210,8 +308,8 @@ class Session:
         """Record a release of guarantee ``g`` at its converted cost, with JSON-able ``metadata`` (kept in the
         ledger file); raise :class:`BudgetExceededError` (and record nothing) if it cannot be charged or does
         not fit. ``losses`` (:class:`~userdp.privacy.composition.PrivacyLoss` parts) state the release's
-        privacy loss more exactly than ``g``, for :meth:`tight_spent`; they are used only when ``g`` needs no
-        conversion into the budget's relation and they imply ``g``."""
+        privacy loss more exactly than ``g``; they must imply ``g``, and are composed when ``g`` needs no
+        conversion into the budget's relation (a zCDP budget needs a stated zCDP loss)."""
         losses = tuple(losses)
         if losses:
             from .composition import basic_epsilon
@@ -219,31 +317,40 @@ class Session:
             eps, delta = basic_epsilon(losses)
             if eps > g.epsilon * (1 + 1e-12) or delta > getattr(g, "delta", 0.0) * (1 + 1e-12):  # type: ignore[attr-defined]
                 raise ParameterError("the stated privacy losses imply more than the release's guarantee")
-        self._record(g, self.cost(g), label, mechanism, metadata, losses)
+        self._record(g, self.cost(g, losses), label, mechanism, metadata, losses)
 
     def tight_spent(self, delta: float | None = None) -> tuple[float, float] | None:
-        """The epsilon spent by tight composition (privacy loss distributions,
-        :func:`userdp.privacy.composition.tight_epsilon`) at ``delta`` (default: the budget's delta), never more
-        than basic composition's. ``None`` for a budget that is
-        not ``(epsilon, delta)``-DP, or one with ``delta = 0`` and no ``delta`` given (pure releases then
-        compose exactly additively). Returns ``(tight epsilon, delta)``.
+        """The epsilon spent by tight composition (:func:`userdp.privacy.composition.tight_epsilon`) at
+        ``delta`` (default: the budget's delta; for a zCDP budget, its spent approximate delta plus ``1e-6``),
+        never more than basic composition's. Returns ``(tight epsilon, delta)``; ``None`` for a d_EM-DP or
+        item-level budget, or one with ``delta = 0`` and no ``delta`` given (pure releases then compose exactly
+        additively). At the budget's delta, this is what an ``(epsilon, delta)`` budget charges."""
+        from .composition import tight_epsilon
 
-        Charging still uses basic composition: a release is refused when the epsilons add up past the budget,
-        even where the tight total would admit it."""
-        from .composition import DPLoss, tight_epsilon
-
-        if not isinstance(self.budget, PureDP | ApproxDP):
+        if isinstance(self.budget, ZCDP):
+            spent_delta = self._spent.delta if self._spent is not None else 0.0  # type: ignore[attr-defined]
+            d = spent_delta + 1e-6 if delta is None else float(delta)
+        elif isinstance(self.budget, PureDP | ApproxDP):
+            d = float(getattr(self.budget, "delta", 0.0)) if delta is None else float(delta)
+        else:
             return None
-        d = float(getattr(self.budget, "delta", 0.0)) if delta is None else float(delta)
         if d <= 0:
             return None
-        losses = []
+        return tight_epsilon(self._losses(), d), d
+
+    def basic_spent(self) -> tuple[float, float] | None:
+        """The entries' costs by basic composition, ``(epsilon, delta)``, for an ``(epsilon, delta)`` or zCDP
+        budget (a zCDP budget's entries by their guarantees); ``(inf, 1)`` once the deltas add to 1 or more
+        (basic composition then protects nothing); ``None`` for the other budgets."""
+        if not isinstance(self.budget, ApproxDP | ZCDP):
+            return None
+        eps = delta = 0.0
         for e in self.ledger:
-            if e.losses and e.cost == e.guarantee:
-                losses += list(e.losses)
-            else:
-                losses.append(DPLoss(float(e.cost.epsilon), float(getattr(e.cost, "delta", 0.0))))  # type: ignore[attr-defined]
-        return tight_epsilon(losses, d), d
+            g = e.cost if isinstance(e.cost, ApproxDP) else e.guarantee
+            if not isinstance(g, ApproxDP):
+                return None
+            eps, delta = eps + g.epsilon, delta + g.delta
+        return (eps, delta) if delta < 1 else (math.inf, 1.0)
 
     def _record(
         self,
@@ -253,15 +360,23 @@ class Session:
         mechanism: str,
         metadata: dict | None = None,
         losses: tuple = (),
+        check: bool = True,
     ) -> None:
-        total = self._total_with(cost)
-        if not total.fits_within(self.budget):
-            converted = "" if cost is g else f" (it delivers {_head(g)})"
-            raise BudgetExceededError(
-                f"release {label!r} costs {_head(cost)}{converted}; with what is already spent "
-                f"the total would be {_head(total)}, over the budget {_head(self.budget)}"
-            )
-        self._spent = total
+        if check:
+            ok, total = self._fits(cost, tuple(_entry_losses(g, cost, tuple(losses))))
+            if not ok:
+                converted = "" if cost is g else f" (it delivers {_head(g)})"
+                raise BudgetExceededError(
+                    f"release {label!r} costs {_head(cost)}{converted}; with what is already spent "
+                    f"the total would be {total}, over the budget {_head(self.budget)}"
+                )
+        try:
+            spent = cost if self._spent is None else self._spent.compose(cost)
+        except BudgetExceededError:
+            if not self._tight():
+                raise
+            spent = None  # basic composition's deltas reached 1: the tight total is what is charged
+        self._spent = spent
         self.ledger.append(LedgerEntry(label, g, mechanism, cost, dict(metadata or {}), tuple(losses)))
 
     # ---------------------------------------------------------------- persistence (the CLI's --ledger)
@@ -293,7 +408,7 @@ class Session:
         fmt = d.get("format")
         if fmt == "userdp-ledger/1":
             return cls._from_v1(d)
-        if fmt != LEDGER_FORMAT:
+        if fmt not in (LEDGER_FORMAT, "userdp-ledger/2"):
             raise ParameterError(f"not a userdp ledger (format {LEDGER_FORMAT})")
         s = cls(guarantee_from_dict(d["budget"]))
         for e in d.get("entries", []):
@@ -307,8 +422,23 @@ class Session:
             from .composition import loss_from_dict
 
             losses = tuple(loss_from_dict(x) for x in e.get("losses", []))
-            s._record(g, cost, e.get("label", ""), e.get("mechanism", ""), meta, losses)
+            s._record(g, cost, e.get("label", ""), e.get("mechanism", ""), meta, losses, check=False)
+        s._check_total()
         return s
+
+    def _check_total(self) -> None:
+        """Refuse a loaded ledger whose total exceeds its budget (each entry was checked when it was charged;
+        the total is checked once, not at every entry)."""
+        if not self.ledger:
+            return
+        if self._tight():
+            from .composition import tight_epsilon
+
+            eps = tight_epsilon(self._losses(), float(self.budget.delta))  # type: ignore[attr-defined]
+            if eps > self.budget.epsilon * (1 + 1e-12):  # type: ignore[attr-defined]
+                raise ParameterError(f"its releases total epsilon {eps:.6g}, over its budget {_head(self.budget)}")
+        elif self._spent is None or not self._spent.fits_within(self.budget):
+            raise ParameterError(f"its releases total more than its budget {_head(self.budget)}")
 
     @classmethod
     def _from_v1(cls, d: dict) -> Session:
@@ -412,17 +542,26 @@ class Session:
             if session.to_dict() != before:
                 session.save(path)
 
-    def run(self, guarantee: Guarantee, fn: Callable[..., Any], *args: Any, label: str = "", **kwargs: Any) -> Any:
-        """Check that ``guarantee`` fits, run ``fn(*args, **kwargs)``, then record it.
+    def run(
+        self,
+        guarantee: Guarantee,
+        fn: Callable[..., Any],
+        *args: Any,
+        label: str = "",
+        losses: Sequence[Any] = (),
+        **kwargs: Any,
+    ) -> Any:
+        """Check that ``guarantee`` (with the stated ``losses``, if any) fits, run ``fn(*args, **kwargs)``, then
+        record it with the losses the release states (``Release.losses``).
 
         ``fn`` must return a :class:`userdp.release.Release` whose guarantee fits within ``guarantee``;
         nothing is recorded (and the value is not returned) if it does not.
         """
-        if not self.can_spend(guarantee):
-            self.charge(guarantee, label)  # raises with the explanation
+        if not self.can_spend(guarantee, losses):
+            self.charge(guarantee, label, losses=losses)  # raises with the explanation
         result = fn(*args, **kwargs)
         got = getattr(result, "guarantee", None)
         if got is None or not got.fits_within(guarantee):
             raise BudgetExceededError(f"the mechanism returned {got!r}, which does not fit the declared {guarantee!r}")
-        self.charge(got, label, getattr(result, "mechanism", ""))
+        self.charge(got, label, getattr(result, "mechanism", ""), losses=getattr(result, "losses", ()))
         return result

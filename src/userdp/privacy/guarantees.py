@@ -40,6 +40,8 @@ __all__ = [
     "ItemMetricDP",
     "EMDMetricDP",
     "DiscreteEMDDP",
+    "ZCDP",
+    "ZCDP_TV_ALLOWANCE",
     "group_privacy",
     "alpha_from_targets",
     "metric_from_dp",
@@ -364,6 +366,66 @@ class DiscreteEMDDP(Guarantee):
         )
 
 
+ZCDP_TV_ALLOWANCE = 1e-150
+"""The total variation a zCDP budget tolerates (:class:`ZCDP`): userdp's lattice Gaussian cuts its tails at
+``32 sigma``, so a Gaussian release is ``rho``-zCDP only up to a total variation of about ``1e-204`` per
+release; a budget of ``1e-150`` leaves room for ``10^54`` of them."""
+
+
+@dataclass(frozen=True)
+class ZCDP(Guarantee):
+    """``delta``-approximately ``rho``-zCDP under a stated neighbour relation (Bun & Steinke 2016, Definitions
+    1.1 and 8.1; ``delta = 0`` is plain zCDP): outside events of probability at most ``delta``, the Renyi
+    divergence of order ``a`` between the outputs on two neighbours is at most ``a rho``; and the mechanism is
+    within total variation ``tv`` of one that is (its samplers' cut tails). Composition adds all three,
+    adaptively (Bun & Steinke 2016, Lemma 2.3 and section 8). It implies ``(e, delta + delta_rho(e) + (1 +
+    e^e) tv)``-DP for every ``e`` (Canonne, Kamath & Steinke 2020, Corollary 13:
+    :func:`userdp.privacy.composition.zcdp_epsilon`).
+
+    A ``Session`` with a zCDP budget charges the zCDP guarantee a release *states* (its
+    :class:`~userdp.privacy.composition.ZCDPLoss` parts, ``Release.losses``): an ``(epsilon, delta)``-DP
+    guarantee implies no zCDP guarantee."""
+
+    rho: float
+    delta: float = 0.0
+    neighbours: Neighbours = Neighbours.ADD_REMOVE_USER
+    tv: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _pos(self.rho, "rho"))
+        object.__setattr__(self, "delta", _delta(self.delta))
+        object.__setattr__(self, "neighbours", Neighbours(self.neighbours))
+        tv = float(self.tv)
+        if not (math.isfinite(tv) and 0 <= tv < 1e-100):
+            raise ParameterError(f"a zCDP guarantee's total variation must lie in [0, 1e-100), got {self.tv!r}")
+        object.__setattr__(self, "tv", tv)
+
+    def describe(self) -> str:
+        head = f"{self.rho:.4g}-zCDP" if self.delta == 0 else f"{self.delta:.3g}-approximately {self.rho:.4g}-zCDP"
+        return (
+            f"{head} for {self.neighbours.value}: the Renyi divergence of order a between the outputs is at most "
+            f"{self.rho:.4g} a" + (f" outside events of probability {self.delta:.3g}" if self.delta else "")
+            + (f", up to a total variation of {self.tv:.3g}" if self.tv else "")
+        )
+
+    def budget_key(self) -> tuple:
+        return ("zcdp", self.neighbours)
+
+    def compose(self, other: Guarantee) -> ZCDP:
+        if not isinstance(other, ZCDP) or other.neighbours != self.neighbours:
+            raise TypeError(f"cannot compose {self!r} with {other!r}")
+        return ZCDP(self.rho + other.rho, _composed_delta(self, other), self.neighbours, self.tv + other.tv)
+
+    def fits_within(self, budget: Guarantee, rtol: float = 1e-12) -> bool:
+        return (
+            isinstance(budget, ZCDP)
+            and budget.neighbours == self.neighbours
+            and _le(self.rho, budget.rho, rtol)
+            and _le(self.delta, budget.delta, rtol)
+            and self.tv <= budget.tv
+        )
+
+
 # --------------------------------------------------------------------------------------------
 # Conversions
 # --------------------------------------------------------------------------------------------
@@ -487,6 +549,8 @@ def guarantee_kind(g: Guarantee) -> str:
         if g.neighbours is Neighbours.ITEM:
             return "item-level DP (change one item)"
         return f"user-level DP for {g.neighbours.value}"
+    if isinstance(g, ZCDP):
+        return f"user-level zCDP for {g.neighbours.value}"
     if isinstance(g, EMDMetricDP):
         return f"{'bounded' if g.bounded else 'unbounded'} {g.model.value} d_EM-DP{metric}"
     if isinstance(g, DiscreteEMDDP):
@@ -691,6 +755,13 @@ def convert_to_budget(guarantee: Guarantee, budget: Guarantee) -> Guarantee:
         return _to_emd(guarantee, budget)
     if isinstance(budget, DiscreteEMDDP):
         return _to_discrete(guarantee, budget)
+    if isinstance(budget, ZCDP):
+        raise _refuse(
+            guarantee,
+            budget,
+            "a zCDP budget is charged by the zCDP guarantee a release states (its privacy losses), and an "
+            "(epsilon, delta)-DP guarantee implies none",
+        )
     if isinstance(budget, ItemMetricDP):
         if isinstance(guarantee, ItemMetricDP):
             _same_metric(guarantee, budget)

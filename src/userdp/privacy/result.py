@@ -46,6 +46,12 @@ class Release:
         An error or confidence statement, where the mechanism has one.
     extras:
         Other released (private-safe) by-products, e.g. a chosen parameter.
+    losses:
+        The release's privacy loss stated more exactly than ``guarantee``
+        (:class:`~userdp.privacy.composition.PrivacyLoss` parts, composed sequentially; they imply
+        ``guarantee``), for the ledger's tight total (:class:`~userdp.privacy.Session`): for example the
+        :class:`~userdp.privacy.composition.ZCDPLoss` of a Gaussian release. Empty when the guarantee is all
+        that is stated. Fixed by the public parameters alone, never by the data.
     """
 
     value: Any
@@ -54,6 +60,7 @@ class Release:
     params: Mapping[str, Any] = field(default_factory=dict)
     error: ErrorStatement | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
+    losses: tuple = ()
 
     def summary(self) -> str:
         lines = [f"{self.mechanism}", f"  guarantee: {self.guarantee.describe()}"]

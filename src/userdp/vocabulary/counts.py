@@ -429,6 +429,44 @@ def private_key_counts(
     return key_counts_from_sums(item_sums, record_sums, plan, public_keys=public_keys, rng=rng)
 
 
+def stated_key_count_losses(plan: dict) -> tuple:
+    """The zCDP guarantee the per-key counts release states with Gaussian noise (``Release.losses``), from its
+    public plan alone (:func:`plan_key_counts`), for adding or removing one person: the GEM choice's pure
+    ``DPLoss`` and one :class:`~userdp.privacy.composition.ZCDPLoss`, the sum of the other steps' (as
+    :func:`userdp.vocabulary.union.stated_losses` derives them):
+
+    * the keys selected from the data: the weighted Gaussian set union's ``rho`` and threshold ``delta``, with
+      the private choice of ``max_keys`` (``epsilon^2 / 2``);
+    * the bounds chosen by GEM: ``epsilon_select``-DP, stated as such (a ``DPLoss``; a zCDP budget charges it
+      ``epsilon_select^2 / 2``);
+    * the counts: :func:`~userdp.vocabulary.union.gaussian_rho_bound` of their ``(epsilon, delta)``, whatever
+      the chosen bounds (the noise is calibrated to their sensitivity) and the number of keys;
+    * the samplers' cut tails: at most ``max_keys <= 10,000`` coordinates in the selection and ``L0 <= 10,000``
+      counts per person.
+
+    Nothing is stated for Laplace counts (their ``(epsilon, delta)`` is charged)."""
+    from ..privacy.composition import DPLoss, ZCDPLoss
+    from .union import _TAIL_TV, gaussian_rho_bound
+
+    if plan["noise"] != "gaussian" or max(plan["l0s"]) > 10_000:
+        return ()
+    rho = gaussian_rho_bound(plan["epsilon_counts"], plan["delta_counts"])
+    delta = 0.0
+    kp = plan["key_plan"]
+    if kp is not None:
+        cal = kp["calibration"]
+        rho += kp["epsilon_bound"] ** 2 / 2 + cal.unit**2 / (2.0 * cal.scale**2)
+        delta = kp["delta_set"] - cal.delta_gaussian
+    gem = plan["epsilon_select"]
+    losses = ((DPLoss(gem),) if gem > 0 else ()) + (ZCDPLoss(rho, delta, _TAIL_TV, plan["epsilon"] - gem),)
+    from ..privacy.composition import basic_epsilon
+
+    eps, dlt = basic_epsilon(losses)
+    if eps > plan["epsilon"] or dlt > plan["delta"]:
+        return ()
+    return losses
+
+
 def key_counts_from_sums(
     item_sums: Callable,
     record_sums: Callable,
@@ -555,4 +593,5 @@ def key_counts_from_sums(
         params,
         error,
         {"composed_of": parts},
+        stated_key_count_losses(plan),
     )  # fmt: skip
