@@ -1003,3 +1003,96 @@ MUTANTS += [
         "refused later, from inside the selection)",
     ),
 ]
+
+# --- the baselines of Knop & Steinke's Table 2: R2T and the shifted inverse mechanism (issue 36) ------------------
+_DB = "tests/distinct/test_baselines.py::"
+_R2T_SCALE = _DB + "test_r2t_noise_has_scale_j_tau_over_epsilon_and_a_30_percent_error_is_rejected"
+_SI_LAW = _DB + "test_the_shifted_inverse_draws_follow_the_exact_law"
+_SI_DEFAULT = _DB + "test_the_default_path_draws_follow_the_exact_law"
+_SI_LP = _DB + "test_the_lp_removals_match_brute_force_on_the_tiny_instance"
+
+MUTANTS += [
+    Mutant(
+        "r2t-budget-not-split",
+        "budget-split",
+        "distinct/baselines.py",
+        "cal = calibrate_laplace(float(tau), eps / n)",
+        "cal = calibrate_laplace(float(tau), eps)",
+        (_R2T_SCALE,),
+        "every R2T threshold spends the whole epsilon: J thresholds spend J epsilon",
+    ),
+    Mutant(
+        "r2t-sensitivity-one",
+        "sensitivity",
+        "distinct/baselines.py",
+        "cal = calibrate_laplace(float(tau), eps / n)",
+        "cal = calibrate_laplace(1.0, eps / n)",
+        (_R2T_SCALE,),
+        "DC(D; tau) is noised for sensitivity 1, not tau: tau times too little noise",
+    ),
+    Mutant(
+        "r2t-shift-without-union-bound",
+        "threshold",
+        "distinct/baselines.py",
+        "shift = cal.scale * math.log(n / beta)",
+        "shift = cal.scale * math.log(1 / beta)",
+        (_DB + "test_r2t_noisy_values_exceed_their_truncated_count_with_probability_beta_over_2j",),
+        "R2T's downward shift forgets the union bound over the J thresholds: the release overshoots more often "
+        "than beta allows",
+    ),
+    Mutant(
+        "r2t-max-without-zero",
+        "threshold",
+        "distinct/baselines.py",
+        "value = max(max(noisy), 0.0)",
+        "value = max(noisy)",
+        (_DB + "test_r2t_release_is_the_max_of_its_noisy_values_and_zero",),
+        "R2T's release may be negative (the paper takes the max with Q(I, 0) = 0)",
+    ),
+    Mutant(
+        "si-score-sensitivity-half",
+        "sensitivity",
+        "distinct/baselines.py",
+        "r = exponential_mechanism(-losses.astype(np.float64), 1.0, eps, src, multiplicities=lengths)",
+        "r = exponential_mechanism(-losses.astype(np.float64), 0.5, eps, src, multiplicities=lengths)",
+        (_SI_LAW,),
+        "the shifted inverse's score is treated as sensitivity 1/2: the release spends 2 epsilon",
+    ),
+    Mutant(
+        "si-tau-halved",
+        "threshold",
+        "distinct/baselines.py",
+        "tau = math.ceil(2 / eps * math.log((m + 1) / beta))",
+        "tau = math.ceil(1 / eps * math.log((m + 1) / beta))",
+        (_SI_LAW,),
+        "the shift tau is half the paper's: the release overshoots DC(D) with more than beta probability",
+    ),
+    Mutant(
+        "si-unclipped-inverse",
+        "sensitivity",
+        "distinct/baselines.py",
+        "        losses.append(tau + 1)",
+        "        losses.append(2 * tau)",
+        (_SI_LAW,),
+        "grid points below F_{2 tau} get a loss that jumps from tau to 2 tau: the inverse's sensitivity is no "
+        "longer 1",
+    ),
+    Mutant(
+        "si-lp-budget-off-by-one",
+        "sensitivity",
+        "distinct/baselines.py",
+        "b = np.r_[np.zeros(nnz), float(k)]",
+        "b = np.r_[np.zeros(nnz), float(k + 1)]",
+        (_SI_LP, _SI_DEFAULT),
+        "F_k removes k + 1 persons: the inverse is off by one and the law is not the paper's",
+    ),
+    Mutant(
+        "em-multiplicities-ignored",
+        "sampler",
+        "noise/selection.py",
+        "a, b = lo_ctx.multiply(a, Decimal(k)), hi_ctx.multiply(b, Decimal(k))",
+        "a, b = lo_ctx.multiply(a, Decimal(1)), hi_ctx.multiply(b, Decimal(1))",
+        (_DB + "test_exponential_mechanism_multiplicities_are_exact", _SI_LAW),
+        "the exponential mechanism with multiplicities draws a run of tied candidates as if it were one",
+    ),
+]

@@ -1,5 +1,13 @@
 """Person-level DP distinct count (Knop & Steinke, NeurIPS 2023)."""
 
+from .baselines import (
+    r2t_distinct_count,
+    r2t_thresholds,
+    shifted_inverse_distinct_count,
+    shifted_inverse_grid,
+    shifted_inverse_law,
+    shifted_inverse_removals,
+)
 from .counting import (
     PersonElementGraph,
     dc_bucketed,
@@ -24,4 +32,10 @@ __all__ = [
     "gem_select",
     "laplace_lower_bound",
     "person_element_graph",
+    "r2t_distinct_count",
+    "r2t_thresholds",
+    "shifted_inverse_distinct_count",
+    "shifted_inverse_grid",
+    "shifted_inverse_law",
+    "shifted_inverse_removals",
 ]

@@ -54,6 +54,15 @@ def _selection_inputs(scores, sensitivity: float, epsilon: float) -> tuple[list[
     return [Fraction(float(x)) for x in s], eps / sens
 
 
+def _multiplicities(multiplicities, m: int) -> list[int]:
+    if multiplicities is None:
+        return [1] * m
+    k = np.asarray(multiplicities).reshape(-1)
+    if k.size != m or k.dtype.kind not in "iu" or np.any(k < 1):
+        raise ParameterError("multiplicities must be positive integers, one per score")
+    return [int(x) for x in k]
+
+
 def _exp_interval(gamma: Fraction, ctx_lo: Context, ctx_hi: Context) -> tuple[Decimal, Decimal]:
     """Rigorous bounds ``lo <= exp(-gamma) <= hi`` in decimal arithmetic (``Decimal.exp`` is correctly
     rounded, so one unit in the last place on each side covers its error)."""
@@ -71,9 +80,19 @@ def _context(digits: int, rounding: str) -> Context:
 
 
 def exponential_mechanism(
-    scores, sensitivity: float, epsilon: float, rng: RngLike = None, monotone: bool = False
+    scores,
+    sensitivity: float,
+    epsilon: float,
+    rng: RngLike = None,
+    monotone: bool = False,
+    multiplicities=None,
 ) -> int:
     """Exact exponential mechanism: index ``i`` with probability ``∝ exp(eps s_i / (2 Delta))``.
+
+    ``multiplicities`` (positive integers, one per score) stand for that many candidates sharing the score:
+    index ``i`` is then drawn with probability ``∝ m_i exp(eps s_i / (2 Delta))``, exactly (the caller picks
+    one of the ``m_i`` tied candidates uniformly). The shifted inverse mechanism uses it for runs of grid
+    points with the same loss.
 
     ``epsilon``-DP when each score has sensitivity ``Delta`` (``exp(eps s_i / Delta)`` when the scores
     are monotone, i.e. all move in the same direction between neighbours).
@@ -92,6 +111,7 @@ def exponential_mechanism(
     smax = max(fr)
     gammas = [c * (smax - s) for s in fr]
     m = len(gammas)
+    mult = _multiplicities(multiplicities, m)
     if m == 1:
         return 0
     ubits, u = 256, src.randbelow(1 << 256)
@@ -100,8 +120,10 @@ def exponential_mechanism(
         lo_ctx, hi_ctx = _context(digits, ROUND_FLOOR), _context(digits, ROUND_CEILING)
         lo_cum, hi_cum = [], []
         acc_lo, acc_hi = Decimal(0), Decimal(0)
-        for gm in gammas:
+        for gm, k in zip(gammas, mult, strict=True):
             a, b = _exp_interval(gm, lo_ctx, hi_ctx)
+            if k != 1:  # k exp(-gamma), rounded outwards
+                a, b = lo_ctx.multiply(a, Decimal(k)), hi_ctx.multiply(b, Decimal(k))
             acc_lo = lo_ctx.add(acc_lo, a)
             acc_hi = hi_ctx.add(acc_hi, b)
             lo_cum.append(acc_lo)
