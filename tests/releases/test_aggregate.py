@@ -23,7 +23,7 @@ from userdp.privacy import PureDP
 
 agg = importlib.import_module("userdp.releases.aggregate")
 mech = importlib.import_module("userdp.vocabulary.aggregates")
-ALL = ["count", "users", "sum", "mean", "variance", "quantile:0.5"]
+ALL = ["count", "users", "sum", "mean", "variance", "quantile:0.5,0.9"]
 
 
 def _table(persons: list[list[tuple[str, float]]]) -> pa.Table:
@@ -88,7 +88,8 @@ def test_the_statistics_exact_privacy_loss_is_within_their_shares(monkeypatch, b
     for persons in TINY:
         rel, here = _run(persons, log)
         eps_q = rel.params["epsilon_quantity"]
-        assert eps_q * 5 + rel.params["epsilon_select"] + rel.params["epsilon_range"] <= 1.0
+        assert len(rel.params["quantities"]) == 6
+        assert eps_q * 6 + rel.params["epsilon_select"] + rel.params["epsilon_range"] <= 1.0
         assert rel.params["epsilon_select"] > 0 and rel.params["epsilon_range"] > 0  # the defaults' path
         for u in range(len(persons)):
             _, there = _run(persons[:u] + persons[u + 1 :], log)

@@ -207,9 +207,10 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
             table[np.searchsorted(counted, np.array([str(x) for x in got], dtype=object))] = rows
         out["quantiles"] = {}
         for q in levels:
-            picks = np.array([exponential_mechanism(quantile_scores(table[i, :g], table[i, g:-1], int(table[i, -1]), q),
-                                                    float(linf), eps_q / l0, src) for i in range(n_keys)],
-                             dtype=np.int64)  # fmt: skip
+            picks = np.zeros(n_keys, dtype=np.int64)
+            for i in range(n_keys):  # a person holds at most Linf values of a key, on at most L0 keys
+                scores = quantile_scores(table[i, :g], table[i, g:-1], int(table[i, -1]), q)
+                picks[i] = exponential_mechanism(scores, float(linf), eps_q / l0, src)
             out["quantiles"][q] = cand[picks].astype(np.float64) * r if n_keys else np.zeros(0)
     out.update({"lo": float(lo), "hi": float(hi), "l0": l0, "linf": linf})
     eps, dlt = plan["epsilon"], plan["delta"]
