@@ -86,7 +86,8 @@ def main() -> None:
         lines.append(f"| {r.setting} | {r.epsilon:g} | {r.keys:.1f} | {r.mae:.3f} | {r.median_ae:.3f} | {r.l0:g} | "
                      f"{r.linf:g} | {r.lo:g} | {r.hi:g} |")  # fmt: skip
     # the two sum estimators at bounds (L0, Linf) = (4, 1), each with the share of one quantity
-    lines += ["", "| range | eps per quantity | normalized sum rmse per key | direct sum rmse per key |", "|---" * 4 + "|"]
+    head = "| range | eps per quantity | normalized sum rmse per key | direct sum rmse per key |"
+    lines += ["", head, "|---" * 4 + "|"]
     for lo, hi in [(1.0, 5.0), (0.0, 4.0), (-2.0, 2.0)]:
         for e in (0.3, 1.2):
             l0, linf = 4, 1
