@@ -65,7 +65,6 @@ def test_aggregate_with_selected_keys_and_a_private_range(ratings, capsys):
         (["--delta", "1e-6", "--range", "1,5", "--domain", "0,9"], "not both"),
         (["--delta", "1e-6", "--range", "lots"], "LO,HI"),
         (["--delta", "1e-6", "--bounds", "0,2"], "bounds"),
-        (["--delta", "1e-6", "--engine", "spark"], "Spark"),
         (["--delta", "1e-6", "--out", "r.txt"], ".csv"),
         (["--delta", "1e-6", "--keys", "/nonexistent/keys.txt"], "cannot read --keys"),
     ],

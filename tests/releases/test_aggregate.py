@@ -183,8 +183,7 @@ def test_a_large_table_gets_close_means_and_medians():
     assert np.all(rel.value["variance"] < 2.0) and np.all(rel.value["variance"] > 0.3)
 
 
-@pytest.mark.parametrize("public", [True, False])
-def test_memory_and_duckdb_release_the_same(tmp_path, public):
+def _values_csv(tmp_path):
     rng = np.random.default_rng(14)
     n = 700
     users = np.repeat(np.arange(n), 4)
@@ -192,23 +191,52 @@ def test_memory_and_duckdb_release_the_same(tmp_path, public):
     values = np.round(rng.normal(10, 4, users.size), 3)
     path = tmp_path / "v.csv"
     pacsv.write_csv(pa.table({"user": users, "key": keys, "value": values}), path)
-    kw = {"keys": [f"k{i}" for i in range(7)]} if public else {}
-    out = {}
-    for eng in ("memory", "duckdb"):
-        rel = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine=eng, rng=15, **kw)
-        out[eng] = rel
-    a, b = out["memory"].value, out["duckdb"].value
-    assert list(a["keys"]) == list(b["keys"]) and a["keys"].size >= (7 if public else 1)
+    return path
+
+
+def _same(a, b):
+    assert list(a["keys"]) == list(b["keys"])
     for k in ("count", "users", "sum", "mean", "variance"):
         assert np.array_equal(a[k], b[k]), k
     assert np.array_equal(a["quantiles"][0.5], b["quantiles"][0.5])
     assert (a["lo"], a["hi"], a["l0"], a["linf"]) == (b["lo"], b["hi"], b["l0"], b["linf"])
 
 
+def test_spark_releases_what_memory_releases(tmp_path, spark_engine):
+    """On Spark (4 partitions: persons spread over tasks, their records grouped on the executors) the same
+    seed gives the same release as in memory, keys selected privately and every statistic."""
+    path = _values_csv(tmp_path)
+    a = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine="memory", rng=15).value
+    b = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine=spark_engine, rng=15).value
+    assert a["keys"].size >= 1
+    _same(a, b)
+
+
+def test_every_engine_refuses_a_bad_value_column(tmp_path, spark_engine):
+    from userdp.errors import DataError
+
+    cases = {"text": (["good", "bad"], "numeric"), "missing": (["1.5", ""], "missing"),
+             "nan": (["1.5", "nan"], "NaN")}  # fmt: skip
+    for name, (values, message) in cases.items():
+        path = tmp_path / f"{name}.csv"
+        path.write_text("user,key,value\n" + "".join(f"u{i},k,{v}\n" for i, v in enumerate(values)))
+        for eng in ("memory", "duckdb", spark_engine):
+            with pytest.raises(DataError, match=message):
+                releases.aggregate(str(path), 1.0, keys=["k"], engine=eng)
+
+
+@pytest.mark.parametrize("public", [True, False])
+def test_memory_and_duckdb_release_the_same(tmp_path, public):
+    path = _values_csv(tmp_path)
+    kw = {"keys": [f"k{i}" for i in range(7)]} if public else {}
+    a = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine="memory", rng=15, **kw).value
+    b = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine="duckdb", rng=15, **kw).value
+    assert a["keys"].size >= (7 if public else 1)
+    _same(a, b)
+
+
 def test_refusals_come_before_the_data_are_read():
     missing = "/nonexistent/values.csv"
-    with pytest.raises(ParameterError, match="Spark"):
-        releases.aggregate(missing, 1.0, keys=["a"], engine="spark")
     with pytest.raises(ParameterError, match="unknown statistic"):
         releases.aggregate(missing, 1.0, keys=["a"], stats=["mode"])
     with pytest.raises(ParameterError, match="delta > 0"):

@@ -213,7 +213,7 @@ class Engine(ABC):
         return merge_item_sums([fn(sets, mult)], width)
 
     supports_key_values: bool = False
-    """Whether :meth:`load_key_values` and :meth:`key_value_sums` are implemented (memory and DuckDB)."""
+    """Whether :meth:`load_key_values` and :meth:`key_value_sums` are implemented (memory, DuckDB, Spark)."""
 
     def load_key_values(self, source: Any, user: str, key: str, value: str) -> Any:
         """The engine's handle on the ``(person, key, value)`` records of ``source``: the ``user`` and ``key``

@@ -6,12 +6,13 @@ keys (unless public), the contribution bounds ``(L0, Linf)`` and the value range
 Every per-person step runs where the data are, on batches of whole persons
 (:meth:`~userdp.engines.Engine.key_value_sums`): the key selection's bounded keys, the bounds' kept records,
 the range's per-person smallest and largest kept values, and the per-key sums. One row per key (or per
-candidate) reaches the driver, which selects, chooses and adds the noise. Engines: memory and DuckDB (and
-``"auto"``, which picks one of them for files); Spark is refused before any data is read.
+candidate) reaches the driver, which selects, chooses and adds the noise. Engines: memory, DuckDB (and
+``"chunked"``) and Spark, equal values on the same seed.
 """
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -26,6 +27,7 @@ from ..privacy.params import warn_large_delta
 from ..privacy.result import ErrorStatement, Release
 from ..vocabulary import BOUND_GRID, choose_bounds_from_kept, kept_grid_part, select_counted_keys
 from ..vocabulary.aggregates import (
+    VALUE_GRID,
     aggregate_estimates,
     choose_value_range,
     integer_laplace,
@@ -59,12 +61,9 @@ def _items_part(batch: KeyValues, cap: int, keep: Any, weights: Any):
 
 
 def _check_engine(engine: Any, source: Any) -> Engine:
-    if engine == "spark" or type(source).__module__.startswith("pyspark"):
-        raise ParameterError("per-key aggregates run on the memory and DuckDB engines (--engine memory or duckdb); "
-                             "the Spark engine does not compute them yet")  # fmt: skip
     eng = get_engine(engine, source)
     if not eng.supports_key_values:
-        raise ParameterError(f"per-key aggregates run on the memory and DuckDB engines, not {eng.name}")
+        raise ParameterError(f"per-key aggregates run on the memory, DuckDB and Spark engines, not {eng.name}")
     return eng
 
 
@@ -96,7 +95,8 @@ def aggregate(
     Parameters
     ----------
     source:
-        A path, a :class:`~userdp.data.FileSource`, an Arrow table, a pandas or polars frame.
+        A path, a :class:`~userdp.data.FileSource`, an Arrow table, a pandas or polars frame, a Spark DataFrame
+        (``engine="spark"``).
     user, key, value:
         The person column, the key column (text or whole numbers, compared as text) and the numeric value column.
     stats:
@@ -117,7 +117,8 @@ def aggregate(
     bounds, select_fraction, key_fraction, max_keys, l0s, linfs:
         As in :func:`userdp.releases.key_counts`.
     engine, rng:
-        ``"memory"``, ``"duckdb"`` or ``"auto"``/``None``; ``rng`` as in :func:`userdp.releases.heatmap`.
+        ``"memory"``, ``"duckdb"``, ``"chunked"``, ``"spark"`` or ``"auto"``/``None``; ``rng`` as in
+        :func:`userdp.releases.heatmap`.
 
     Returns
     -------
@@ -256,7 +257,11 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
         f"values clipped to [{lo:.6g}, {hi:.6g}] ({'given' if plan['range_fixed'] else 'chosen privately'}) on a "
         f"lattice of step {r:.3g}; each person's {l0} keys of most records and at most {linf} records on each "
         f"({'chosen by GEM' if plan['auto'] else 'given'}); " + "; ".join(f"{q} noise sd {sds[q]:.3g}" for q in sds)
-    )
+        + ("; the range was chosen over the default geometric grid: with few persons (fewer than about "
+           f"{2 * math.log(plan['grid'].size) / (plan['epsilon_range'] / 2) / plan['range_quantile']:.0f} at this "
+           "epsilon) it can come out far too wide: give value_range (--range) or value_domain (--domain)"
+           if not plan["range_fixed"] and plan["grid"] is VALUE_GRID else "")
+    )  # fmt: skip
     mechanism = (
         "per-key aggregates: "
         + ", ".join(params["stats"])
