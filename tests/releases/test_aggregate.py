@@ -245,3 +245,24 @@ def test_refusals_come_before_the_data_are_read():
         releases.aggregate(missing, 1.0, keys=["a"], user="x", key="x")
     with pytest.raises(ParameterError, match="keys is empty"):
         releases.aggregate(missing, 1.0, keys=[])
+
+
+def test_a_range_whose_lattice_would_not_fit_is_refused_before_the_data_are_read():
+    """A public range (or domain) far from 0 for its width puts the lattice coordinates ``k`` past int64
+    (``2k`` overflowed after the data were read: a traceback, not a refusal); one too narrow makes the
+    lattice step 0. Both are refused from the parameters; the widest ratio allowed (``2^40`` widths) releases,
+    with every value on the range's lattice."""
+    missing = "/nonexistent/values.csv"
+    for kw in ({"value_range": (2e15, 2e15 + 1)}, {"value_range": (-(2.0**41) - 1, -(2.0**41))},
+               {"value_range": (0.0, 5e-324)}, {"value_domain": (2e15, 2e15 + 64)},
+               {"value_domain": (2.0**40, 2.0**40 + 32)}):  # fmt: skip
+        with pytest.raises(ParameterError, match="lattice"):
+            releases.aggregate(missing, 1.0, keys=["a"], **kw)
+    hi = 2.0**40
+    rel = releases.aggregate(_table([[("a", hi - 0.5)], [("a", hi - 0.25), ("b", hi)]]), 1.0, keys=["a", "b"],
+                             stats=["mean", "variance"], value_range=(hi - 1, hi), bounds=(1, 1), engine="memory",
+                             rng=1)  # fmt: skip
+    assert np.all((rel.value["mean"] >= hi - 1) & (rel.value["mean"] <= hi))
+    rel = releases.aggregate(_table([[("a", hi - 1)]]), 1.0, keys=["a"], value_domain=(hi - 64, hi),
+                             bounds=(1, 1), engine="memory", rng=1)  # fmt: skip
+    assert hi - 64 <= rel.value["lo"] < rel.value["hi"] <= hi

@@ -182,4 +182,24 @@ MUTANTS: list[Mutant] = [
         "the quantile's rank scores are handed sensitivity 1, but a person holds up to Linf of a key's values",
         (1,),
     ),
+    Mutant(
+        "agg-lattice-span-unchecked",
+        "refusal",
+        _MECH,
+        "LATTICE_SPAN = 2.0**40",
+        "LATTICE_SPAN = 2.0**48",
+        (_RA + "test_a_range_whose_lattice_would_not_fit_is_refused_before_the_data_are_read",),
+        "a public range far from 0 for its width passes the plan: its lattice coordinates overflow int64 after "
+        "the data are read (a traceback after the key selection ran, or wrapped sums past their sensitivity)",
+    ),
+    Mutant(
+        "agg-lattice-width-unchecked",
+        "refusal",
+        _MECH,
+        "LATTICE_MIN_WIDTH = 2.0**-900",
+        "LATTICE_MIN_WIDTH = 0.0",
+        (_RA + "test_a_range_whose_lattice_would_not_fit_is_refused_before_the_data_are_read",),
+        "a public range a few subnormals wide passes the plan: its lattice step underflows to 0 and the release "
+        "divides by it after the data are read",
+    ),
 ]

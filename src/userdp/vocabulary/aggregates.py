@@ -88,6 +88,8 @@ LATTICE_STEPS = 4096  # the value range spans at most this many lattice steps (W
 QUANTILE_POINTS = 257  # the candidates of a per-key quantile: lattice points evenly spread over [lo, hi]
 RANGE_QUANTILE = 0.1  # lo: 10% of the persons' smallest values lie below it; hi: 10% of their largest above
 DOMAIN_POINTS = 65  # a user-given domain [LO, HI]: the range's candidates, evenly spaced
+LATTICE_SPAN = 2.0**40  # |lo|, |hi| at most this many range widths: |k| <= 2^52 + 1, so 2k - (k_lo + k_hi) fits int64
+LATTICE_MIN_WIDTH = 2.0**-900  # a narrower range would make the lattice step (hi - lo) / 4096 underflow
 
 
 def _default_grid() -> np.ndarray:
@@ -204,6 +206,7 @@ def plan_aggregate(
     if value_domain is not None and fixed:
         raise ParameterError("give a value_range (fixed, nothing spent) or a value_domain (searched), not both")
     grid = domain_grid(*_range_pair(value_domain, "value_domain")) if value_domain is not None else VALUE_GRID
+    _check_lattice(np.array(rng_pair) if fixed else grid, "value_range" if fixed else "value_domain")
     try:
         rf = float(range_fraction)
     except (TypeError, ValueError):
@@ -240,6 +243,27 @@ def plan_aggregate(
         "grid": grid,
         "range_quantile": RANGE_QUANTILE,
     }
+
+
+def _check_lattice(ends: np.ndarray, what: str) -> None:
+    """Refuse, from the parameters, ranges whose lattice (:func:`lattice_of`) would not fit: of every range
+    ``[ends[i], ends[j]]`` (``i < j``: the given range, or any the search over a grid can return), ``max(|lo|,
+    |hi|)`` at most :data:`LATTICE_SPAN` times ``hi - lo``, which keeps every lattice coordinate within
+    ``2^52 + 1`` (exact in int64 and in floating point), and ``hi - lo`` at least :data:`LATTICE_MIN_WIDTH` (the
+    lattice step stays a normal float). Neighbouring ends are the worst pairs, so only they are checked: for
+    ``0 <= lo < hi`` the ratio ``hi / (hi - lo)`` only grows when ``lo`` moves up to ``hi``'s neighbour (likewise
+    below 0), and a range holding 0 has ratio at most 1."""
+    ends = np.asarray(ends, dtype=np.float64)
+    width = np.diff(ends)
+    far = np.maximum(np.abs(ends[:-1]), np.abs(ends[1:]))
+    bad = np.flatnonzero(~((width >= LATTICE_MIN_WIDTH) & (far <= LATTICE_SPAN * width)))
+    if bad.size:
+        lo, hi = float(ends[bad[0]]), float(ends[bad[0] + 1])
+        raise ParameterError(
+            f"{what}: the range [{lo!r}, {hi!r}] is too narrow for its distance from 0, its lattice would not "
+            "fit (a range's ends may be at most 2^40 times its width from 0, and its width at least 2^-900); "
+            "shift the values by a public offset or widen the range"
+        )
 
 
 def _check_selection_eps(eps: float) -> None:
