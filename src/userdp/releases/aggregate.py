@@ -257,9 +257,12 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
         f"values clipped to [{lo:.6g}, {hi:.6g}] ({'given' if plan['range_fixed'] else 'chosen privately'}) on a "
         f"lattice of step {r:.3g}; each person's {l0} keys of most records and at most {linf} records on each "
         f"({'chosen by GEM' if plan['auto'] else 'given'}); " + "; ".join(f"{q} noise sd {sds[q]:.3g}" for q in sds)
-        + ("; the range was chosen over the default geometric grid: with few persons (fewer than about "
-           f"{2 * math.log(plan['grid'].size) / (plan['epsilon_range'] / 2) / plan['range_quantile']:.0f} at this "
-           "epsilon) it can come out far too wide: give value_range (--range) or value_domain (--domain)"
+        + ("; the range was chosen over the default geometric grid, where every candidate beyond the persons' "
+           "largest (or smallest) values scores alike and only the base measure favours the near ones: it can "
+           "come out orders of magnitude too wide whatever the number of persons when values are tied (ratings, "
+           "counts), and with fewer than about "
+           f"{2 * math.log(plan['grid'].size) / (plan['epsilon_range'] / 2) / plan['range_quantile']:.0f} persons at "
+           "this epsilon otherwise: give value_range (--range) or value_domain (--domain)"
            if not plan["range_fixed"] and plan["grid"] is VALUE_GRID else "")
     )  # fmt: skip
     mechanism = (
