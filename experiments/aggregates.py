@@ -7,7 +7,7 @@ Settings, all through :func:`userdp.releases.aggregate` (Laplace on the integer 
 * ``public keys, range 1..5``: the 31 products as public keys (a catalogue), the rating scale [1, 5] given
   (public: nothing spent on the range), the bounds ``(L0, Linf)`` chosen by GEM;
 * ``public keys, domain 0..10``: the range chosen privately over 65 points of the public domain [0, 10];
-* ``public keys, default grid``: the range chosen privately over the default geometric grid;
+* ``public keys, geometric grid``: the range chosen privately over the geometric grid (``value_domain='geometric'``);
 * ``selected keys, range 1..5`` (delta 1e-6): the products selected privately as the counts select them.
 
 And the two sum estimators at the same bounds and budget, on the ratings (range [1, 5]) and on the ratings
@@ -57,7 +57,7 @@ def main() -> None:
     settings = {
         "public keys, range 1..5": {"keys": products, "value_range": (1.0, 5.0)},
         "public keys, domain 0..10": {"keys": products, "value_domain": (0.0, 10.0)},
-        "public keys, default grid": {"keys": products},
+        "public keys, geometric grid": {"keys": products, "value_domain": "geometric"},
         "selected keys, range 1..5": {"value_range": (1.0, 5.0)},
     }
     out = []

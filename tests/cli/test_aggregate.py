@@ -26,8 +26,21 @@ def ratings(tmp_path):
 
 
 def _argv(path, *extra):
+    dom = [] if {"--range", "--domain"} & set(extra) else ["--domain", "geometric"]
     return ["aggregate", str(path), "--user", "reviewer", "--key", "product", "--value", "rating", "--epsilon", "1",
-            *extra]  # fmt: skip
+            *dom, *extra]  # fmt: skip
+
+
+def test_without_a_range_or_domain_nothing_is_read(tmp_path, capsys):
+    """The private range needs a public domain (or the explicit 'geometric' opt-in): refused from the
+    parameters, before the file is read (it does not exist here), nothing written."""
+    out = tmp_path / "out.csv"
+    argv = ["aggregate", str(tmp_path / "missing.csv"), "--user", "u", "--key", "k", "--value", "v", "--epsilon", "1",
+            "--delta", "1e-6", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("userdp: error:") and "--domain" in err and "missing" not in err
+    assert not out.exists()
 
 
 def test_aggregate_writes_every_statistic(ratings, tmp_path, capsys):

@@ -73,6 +73,8 @@ def _spied(monkeypatch, bounds=(2, 2), value_range=(1.0, 5.0), pick=None):
 def _run(persons, log, **kw):
     for v in log.values():
         v.clear()
+    if "value_domain" not in kw and kw.get("value_range", "auto") == "auto":  # the grid the spies read
+        kw = {"value_domain": "geometric", **kw}
     rel = releases.aggregate(_table(persons), 1.0, stats=ALL, keys=["a", "b", "c", "d"], engine="memory", rng=1,
                              **kw)  # fmt: skip
     return rel, {k: list(v) for k, v in log.items()}
@@ -138,7 +140,8 @@ def test_the_noise_has_the_scale_the_sensitivities_and_the_split_call_for(monkey
     n = 3000
     keys = [f"k{i:04d}" for i in range(n)]
     t = pa.table({"user": [f"u{i}" for i in range(n)], "key": keys, "value": [3.0] * n})
-    rel = releases.aggregate(t, 1.0, stats=["mean", "sum"], keys=[*keys, "nobody"], engine="memory", rng=11)
+    rel = releases.aggregate(t, 1.0, stats=["mean", "sum"], keys=[*keys, "nobody"], engine="memory", rng=11,
+                             value_domain="geometric")
     v = rel.value
     assert (v["l0"], v["linf"]) == (1, 1) and rel.guarantee == PureDP(1.0)
     assert v["keys"][-1] == "nobody" and v["keys"].size == n + 1
@@ -160,7 +163,8 @@ def test_the_noise_has_the_scale_the_sensitivities_and_the_split_call_for(monkey
         return out
 
     monkeypatch.setattr(agg, "integer_laplace", il)
-    releases.aggregate(t, 1.0, stats=["mean", "sum"], keys=[*keys, "nobody"], engine="memory", rng=11)
+    releases.aggregate(t, 1.0, stats=["mean", "sum"], keys=[*keys, "nobody"], engine="memory", rng=11,
+                       value_domain="geometric")
     (true_n, noisy_n), (true_s, noisy_s) = log[0], log[1]
     assert np.all(true_n[:-1] == 1) and true_n[-1] == 0 and np.all(true_s[:-1] == y)
     for (true, noisy), sd in [((true_n, noisy_n), sd_n), ((true_s, noisy_s), sd_s)]:
@@ -177,7 +181,8 @@ def test_a_large_table_gets_close_means_and_medians():
     shift = {"a": 0.0, "b": 1.0, "c": 2.0, "d": 3.0}
     values = rng.normal(2, 1, users.size) + np.array([shift[k] for k in keys])
     t = pa.table({"user": users, "key": keys, "value": values})
-    rel = releases.aggregate(t, 1.0, stats=["mean", "quantile:0.5", "variance"], keys=list("abcd"), rng=13)
+    rel = releases.aggregate(t, 1.0, stats=["mean", "quantile:0.5", "variance"], keys=list("abcd"), rng=13,
+                             value_domain="geometric")
     assert np.allclose(rel.value["mean"], [2, 3, 4, 5], atol=0.15), rel.value
     assert np.allclose(rel.value["quantiles"][0.5], [2, 3, 4, 5], atol=0.3), rel.value
     assert np.all(rel.value["variance"] < 2.0) and np.all(rel.value["variance"] > 0.3)
@@ -206,8 +211,8 @@ def test_spark_releases_what_memory_releases(tmp_path, spark_engine):
     """On Spark (4 partitions: persons spread over tasks, their records grouped on the executors) the same
     seed gives the same release as in memory, keys selected privately and every statistic."""
     path = _values_csv(tmp_path)
-    a = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine="memory", rng=15).value
-    b = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine=spark_engine, rng=15).value
+    a = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine="memory", rng=15, value_domain="geometric").value
+    b = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine=spark_engine, rng=15, value_domain="geometric").value
     assert a["keys"].size >= 1
     _same(a, b)
 
@@ -222,13 +227,14 @@ def test_every_engine_refuses_a_bad_value_column(tmp_path, spark_engine):
         path.write_text("user,key,value\n" + "".join(f"u{i},k,{v}\n" for i, v in enumerate(values)))
         for eng in ("memory", "duckdb", spark_engine):
             with pytest.raises(DataError, match=message):
-                releases.aggregate(str(path), 1.0, keys=["k"], engine=eng)
+                releases.aggregate(str(path), 1.0, keys=["k"], engine=eng, value_domain="geometric")
 
 
 @pytest.mark.parametrize("public", [True, False])
 def test_memory_and_duckdb_release_the_same(tmp_path, public):
     path = _values_csv(tmp_path)
     kw = {"keys": [f"k{i}" for i in range(7)]} if public else {}
+    kw["value_domain"] = "geometric"
     a = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine="memory", rng=15, **kw).value
     b = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine="duckdb", rng=15, **kw).value
     assert a["keys"].size >= (7 if public else 1)
@@ -238,13 +244,13 @@ def test_memory_and_duckdb_release_the_same(tmp_path, public):
 def test_refusals_come_before_the_data_are_read():
     missing = "/nonexistent/values.csv"
     with pytest.raises(ParameterError, match="unknown statistic"):
-        releases.aggregate(missing, 1.0, keys=["a"], stats=["mode"])
+        releases.aggregate(missing, 1.0, keys=["a"], stats=["mode"], value_domain="geometric")
     with pytest.raises(ParameterError, match="delta > 0"):
-        releases.aggregate(missing, 1.0)
+        releases.aggregate(missing, 1.0, value_domain="geometric")
     with pytest.raises(ParameterError, match="three different"):
-        releases.aggregate(missing, 1.0, keys=["a"], user="x", key="x")
+        releases.aggregate(missing, 1.0, keys=["a"], user="x", key="x", value_domain="geometric")
     with pytest.raises(ParameterError, match="keys is empty"):
-        releases.aggregate(missing, 1.0, keys=[])
+        releases.aggregate(missing, 1.0, keys=[], value_domain="geometric")
 
 
 def test_a_range_whose_lattice_would_not_fit_is_refused_before_the_data_are_read():
@@ -274,6 +280,6 @@ def test_the_default_grid_warning_promises_no_number_of_persons_that_suffices():
     far too wide (measured: 20,000 persons rating 1-5 at epsilon 4 gave hi = 3e6 in 2 of 8 runs). The error
     statement says so and names a number of persons only for untied values."""
     rel = releases.aggregate(_table([[("a", 5.0)], [("a", 5.0)], [("a", 4.0)]]), 4.0, keys=["a"], bounds=(1, 1),
-                             engine="memory", rng=1)  # fmt: skip
+                             engine="memory", rng=1, value_domain="geometric")  # fmt: skip
     text = rel.error.description
     assert "whatever the number of persons when values are tied" in text

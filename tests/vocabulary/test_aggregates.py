@@ -182,13 +182,13 @@ def test_integer_laplace_has_the_stated_scale_and_stays_on_its_lattice():
 
 def test_every_refusal_comes_from_the_parameters_alone():
     with pytest.raises(ParameterError, match="unknown statistic"):
-        plan_aggregate(1.0, stats=["median"])
+        plan_aggregate(1.0, stats=["median"], value_domain="geometric")
     with pytest.raises(ParameterError, match="quantile"):
-        plan_aggregate(1.0, stats=["quantile:1.5"])
+        plan_aggregate(1.0, stats=["quantile:1.5"], value_domain="geometric")
     with pytest.raises(ParameterError, match="quantile"):
-        plan_aggregate(1.0, stats=["quantile"])
+        plan_aggregate(1.0, stats=["quantile"], value_domain="geometric")
     with pytest.raises(ParameterError, match="at least one"):
-        plan_aggregate(1.0, stats=[])
+        plan_aggregate(1.0, stats=[], value_domain="geometric")
     with pytest.raises(ParameterError, match="value_range"):
         plan_aggregate(1.0, value_range=(5, 1))
     with pytest.raises(ParameterError, match="value_range"):
@@ -198,12 +198,13 @@ def test_every_refusal_comes_from_the_parameters_alone():
     with pytest.raises(ParameterError, match="value_domain"):
         plan_aggregate(1.0, value_domain=(0, float("inf")))
     with pytest.raises(ParameterError, match="range_fraction"):
-        plan_aggregate(1.0, range_fraction=1.0)
+        plan_aggregate(1.0, range_fraction=1.0, value_domain="geometric")
     with pytest.raises(ParameterError, match="delta > 0"):
-        plan_aggregate(1.0, public_keys=False)
+        plan_aggregate(1.0, public_keys=False, value_domain="geometric")
     with pytest.raises(ParameterError, match="too small"):
-        plan_aggregate(1e-6, stats=["variance"])
-    p = plan_aggregate(1.0, stats=["mean", "count", "variance", "quantile:0.5", "quantile:0.9,0.5"])
+        plan_aggregate(1e-6, stats=["variance"], value_domain="geometric")
+    p = plan_aggregate(1.0, stats=["mean", "count", "variance", "quantile:0.5", "quantile:0.9,0.5"],
+                       value_domain="geometric")
     assert p["quantities"] == ["N", "S1", "S2", "Q0.5", "Q0.9"]
     assert p["epsilon_select"] == pytest.approx(0.2) and p["epsilon_range"] == pytest.approx(0.2)
     assert p["epsilon_quantity"] * 5 + p["epsilon_range"] + p["epsilon_select"] <= 1.0

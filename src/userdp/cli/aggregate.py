@@ -33,6 +33,11 @@ def range_pair(text: str) -> tuple[float, float]:
     return lo, hi
 
 
+def domain_arg(text: str) -> tuple[float, float] | str:
+    """``LO,HI`` or ``geometric``, for argparse."""
+    return "geometric" if text.strip().lower() == "geometric" else range_pair(text)
+
+
 def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
@@ -128,14 +133,15 @@ def add_parser(sub) -> None:
         type=range_pair,
         default=None,
         help="a PUBLIC value range LO,HI (values clipped to it; nothing spent on choosing it; a negative LO as "
-        "--range=-5,5). Default: chosen privately",
+        "--range=-5,5). Default: chosen privately within --domain",
     )
     ag.add_argument(
         "--domain",
-        type=range_pair,
+        type=domain_arg,
         default=None,
-        help="without --range: a PUBLIC domain LO,HI whose 65 evenly spaced points are the private range's "
-        "candidates (default: 0 and +-{1, 1.5} 2^j, j in [-10, 40])",
+        help="without --range (one of the two is needed): a PUBLIC domain LO,HI whose 65 evenly spaced points are "
+        "the private range's candidates; or 'geometric' (0 and +-{1, 1.5} 2^j, j in [-10, 40]: every magnitude, "
+        "which can come out far too wide on tied values such as ratings)",
     )
     ag.add_argument(
         "--bounds",

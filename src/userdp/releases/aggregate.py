@@ -111,9 +111,11 @@ def aggregate(
         choose_value_range`, ``range_fraction`` of the budget left after the keys and the bounds); or a public
         pair ``(lo, hi)``, which spends nothing.
     value_domain:
-        With ``value_range="auto"``: a public pair ``(LO, HI)`` whose 65 evenly spaced points are the range's
-        candidates; ``None`` (the default): the symmetric geometric grid
-        :data:`~userdp.vocabulary.aggregates.VALUE_GRID` (0 and ``±{1, 1.5} 2^j``, ``j`` in ``[-10, 40]``).
+        With ``value_range="auto"``, required (a parameter refusal otherwise, before the data are read): a
+        public pair ``(LO, HI)`` whose 65 evenly spaced points are the range's candidates; or ``"geometric"``,
+        the symmetric geometric grid :data:`~userdp.vocabulary.aggregates.VALUE_GRID` (0 and ``±{1, 1.5} 2^j``,
+        ``j`` in ``[-10, 40]``), an explicit opt-in: every candidate beyond the persons' largest values scores
+        alike there, so with tied values (ratings, counts) the range can come out orders of magnitude too wide.
     bounds, select_fraction, key_fraction, max_keys, l0s, linfs:
         As in :func:`userdp.releases.key_counts`.
     engine, rng:
@@ -257,10 +259,10 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
         f"values clipped to [{lo:.6g}, {hi:.6g}] ({'given' if plan['range_fixed'] else 'chosen privately'}) on a "
         f"lattice of step {r:.3g}; each person's {l0} keys of most records and at most {linf} records on each "
         f"({'chosen by GEM' if plan['auto'] else 'given'}); " + "; ".join(f"{q} noise sd {sds[q]:.3g}" for q in sds)
-        + ("; the range was chosen over the default geometric grid, where every candidate beyond the persons' "
-           "largest (or smallest) values scores alike and only the base measure favours the near ones: it can "
-           "come out orders of magnitude too wide whatever the number of persons when values are tied (ratings, "
-           "counts), and with fewer than about "
+        + ("; the range was chosen over the geometric grid (value_domain='geometric'), where every candidate "
+           "beyond the persons' largest (or smallest) values scores alike and only the base measure favours the "
+           "near ones: it can come out orders of magnitude too wide whatever the number of persons when values "
+           "are tied (ratings, counts), and with fewer than about "
            f"{2 * math.log(plan['grid'].size) / (plan['epsilon_range'] / 2) / plan['range_quantile']:.0f} persons at "
            "this epsilon otherwise: give value_range (--range) or value_domain (--domain)"
            if not plan["range_fixed"] and plan["grid"] is VALUE_GRID else "")

@@ -205,7 +205,17 @@ def plan_aggregate(
     rng_pair = _range_pair(value_range, "value_range") if fixed else None
     if value_domain is not None and fixed:
         raise ParameterError("give a value_range (fixed, nothing spent) or a value_domain (searched), not both")
-    grid = domain_grid(*_range_pair(value_domain, "value_domain")) if value_domain is not None else VALUE_GRID
+    if not fixed and value_domain is None:
+        raise ParameterError(
+            "give a public value_range (LO, HI) (--range LO,HI: values clipped to it, nothing spent) or a public "
+            "value_domain (LO, HI) (--domain LO,HI: the range chosen privately among 65 points of it); "
+            "value_domain='geometric' (--domain geometric) searches 0 and +-{1, 1.5} 2^j over every magnitude, "
+            "which can come out orders of magnitude too wide"
+        )
+    if isinstance(value_domain, str) and value_domain != "geometric":
+        raise ParameterError(f"value_domain must be a pair LO,HI or 'geometric', got {value_domain!r}")
+    geometric = isinstance(value_domain, str)
+    grid = VALUE_GRID if geometric or value_domain is None else domain_grid(*_range_pair(value_domain, "value_domain"))
     _check_lattice(np.array(rng_pair) if fixed else grid, "value_range" if fixed else "value_domain")
     try:
         rf = float(range_fraction)
