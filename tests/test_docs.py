@@ -128,6 +128,12 @@ def _check_vocabulary(v, env) -> None:
     assert guarantee == ApproxDP(2.0, 1e-6) and "released with probability" in error.description
 
 
+def _check_aggregate(v, env) -> None:
+    keys, means, eps_q, parts = v
+    assert list(keys) == ["x", "y"] and len(means) == 2 and all(1 <= m <= 5 for m in means)
+    assert eps_q == 0.4 and set(parts) == {"bounds", "N", "S1"}  # bounds 20%, then N and S1 half each
+
+
 def _check_key_counts(v, env) -> None:
     from userdp.privacy.guarantees import PureDP
 
@@ -172,6 +178,10 @@ def _outputs() -> dict[str, Callable]:
         'rel.value["items"][:3], rel.value["counts"][:3], rel.guarantee, rel.error': _check_vocabulary,
         'rel.value["keys"][:2], rel.value["counts"][:2], (rel.value["l0"], rel.value["linf"]), rel.guarantee': (
             _check_key_counts
+        ),
+        # per-key aggregates: public keys and range, bounds by GEM
+        'rel.value["keys"], rel.value["mean"], rel.params["epsilon_quantity"], rel.extras["composed_of"]': (
+            _check_aggregate
         ),
     }
 

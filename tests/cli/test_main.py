@@ -208,7 +208,9 @@ def test_every_release_command_has_its_release_function_of_the_same_name():
     releasing = ("--epsilon", "--alpha")
     commands = [name for name, p in sub.choices.items()
                 if any(o in p._option_string_actions for o in releasing) and name not in ("account", "plan")]
-    assert sorted(commands) == ["counts", "distinct", "freq", "heatmap", "itemwise", "linear", "vocabulary"]
+    assert sorted(commands) == [
+        "aggregate", "counts", "distinct", "freq", "heatmap", "itemwise", "linear", "vocabulary"
+    ]  # fmt: skip
     for name in commands:
         assert callable(getattr(releases, name)) and name in releases.__all__, name
     assert releases.counts is releases.key_counts and releases.freq is releases.frequency

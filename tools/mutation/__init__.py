@@ -44,7 +44,7 @@ CLASSES = {
 }
 """The classes of weak test that issue 32 closed; a mutant names those it guards against (``classes``)."""
 
-AREAS = ("noise_privacy", "dem", "heatmaps", "distinct_vocabulary", "engines", "ledger", "releases")
+AREAS = ("noise_privacy", "dem", "heatmaps", "distinct_vocabulary", "aggregates", "engines", "ledger", "releases")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import sys
 from .. import __version__
 from ..engines import engine_progress
 from ..errors import ParameterError, UserDPError
-from . import account, audit, completion, counts, dem, demo, distinct, heatmap, ledger, plan, vocabulary
+from . import account, aggregate, audit, completion, counts, dem, demo, distinct, heatmap, ledger, plan, vocabulary
 from .common import OutOfRange, working
 from .messages import WARNED
 
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="userdp", description="User-level differential privacy.")
     p.add_argument("--version", action="version", version=f"userdp {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for group in (demo, account, audit, distinct, vocabulary, counts, dem, heatmap, ledger, plan):
+    for group in (demo, account, audit, distinct, vocabulary, counts, aggregate, dem, heatmap, ledger, plan):
         group.add_parser(sub)
     completion.add_parser(sub, build_parser)
     return p
@@ -64,8 +64,10 @@ def _check_argv(argv: list[str]) -> None:
 
 def _check_values(args: argparse.Namespace) -> None:
     """``--option=--`` gives argparse's empty list instead of a value (Python 3.11): refuse it as a usage
-    error. Only ``--budget`` (append) takes a list."""
+    error. Only ``--budget`` and ``--stat`` (append) take a list (``--stat``'s of values)."""
     for name, value in vars(args).items():
+        if name == "stat" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+            continue
         if isinstance(value, list) and name not in ("budget", "budget_rho", "argv"):
             raise ParameterError(f"--{name.replace('_', '-')} needs a value")
 

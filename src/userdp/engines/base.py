@@ -44,7 +44,10 @@ __all__ = [
     "merge_item_sums",
     "key_records_from_triples",
     "key_records_of_dataset",
+    "key_values_of_table",
+    "merge_int_sums",
     "Columns",
+    "KeyValues",
     "Engine",
     "UserSizes",
     "check_grid",
@@ -112,6 +115,18 @@ class UserSizes:
                 "apply BoundedEMDReduction first (sampling with replacement: samples=S, or --samples S)"
             )
         return self.smallest
+
+
+@dataclass(frozen=True)
+class KeyValues:
+    """A batch of ``(person, key, value)`` records holding every record of each of its persons (a person is in
+    exactly one batch): ``users`` (the person of each record), ``keys`` (each record's key as text) and
+    ``values`` (finite floats). The per-key aggregates (:mod:`userdp.vocabulary.aggregates`) read batches of
+    this form, whatever the engine; the order of the records within a batch does not matter."""
+
+    users: np.ndarray
+    keys: np.ndarray
+    values: np.ndarray
 
 
 class Engine(ABC):
@@ -196,6 +211,23 @@ class Engine(ABC):
         executors and only one row per label reaches the driver. ``fn`` must be picklable."""
         sets, mult = self.key_records(data)
         return merge_item_sums([fn(sets, mult)], width)
+
+    supports_key_values: bool = False
+    """Whether :meth:`load_key_values` and :meth:`key_value_sums` are implemented (memory, DuckDB, Spark)."""
+
+    def load_key_values(self, source: Any, user: str, key: str, value: str) -> Any:
+        """The engine's handle on the ``(person, key, value)`` records of ``source``: the ``user`` and ``key``
+        columns (text or whole numbers; keys compared as text) and the numeric ``value`` column (finite, no
+        missing values: a :class:`DataError` otherwise)."""
+        raise NotImplementedError(f"the {self.name} engine cannot read (person, key, value) records")
+
+    def key_value_sums(
+        self, data: Any, fn: Callable[[KeyValues], tuple[np.ndarray, np.ndarray]], width: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per-label integer sums of ``fn`` over batches of whole persons' ``(person, key, value)`` records
+        (:class:`KeyValues`), computed where the data are; ``fn`` returns labels (text) and their ``(n, width)``
+        integer rows, added up exactly by label (:func:`merge_int_sums`). ``fn`` must be picklable."""
+        raise NotImplementedError(f"the {self.name} engine cannot read (person, key, value) records")
 
     @abstractmethod
     def sample_keyed(self, data: Any, s: int, streams: KeyedStreams) -> Any:
@@ -687,6 +719,43 @@ def merge_item_sums(parts: list[tuple[np.ndarray, np.ndarray]], width: int) -> t
     for c in range(width):
         out[:, c] = np.bincount(inv, weights=sums[:, c], minlength=names.size).astype(np.int64)
     return names.astype(object), out
+
+
+def merge_int_sums(parts: list[tuple[np.ndarray, np.ndarray]], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Add up per-label integer rows of disjoint sets of persons exactly (int64, no floating point): labels as
+    text, sorted. Unlike :func:`merge_item_sums` the sums stay exact past ``2^53``."""
+    parts = [(lab, s) for lab, s in parts if len(lab)]
+    if not parts:
+        return np.empty(0, dtype=object), np.zeros((0, width), dtype=np.int64)
+    labels = np.array([str(x) for p in parts for x in p[0]], dtype=object)
+    sums = np.concatenate([np.asarray(s, dtype=np.int64).reshape(-1, width) for _, s in parts])
+    names, inv = np.unique(labels.astype(str), return_inverse=True)
+    out = np.zeros((names.size, width), dtype=np.int64)
+    np.add.at(out, inv.reshape(-1), sums)
+    return names.astype(object), out
+
+
+def key_values_of_table(table: Any, user: str, key: str, value: str) -> KeyValues:
+    """The :class:`KeyValues` of an Arrow table with the named columns, checked: persons and keys are text or
+    whole numbers (keys compared as text), values are numbers, nothing is missing, every value is finite."""
+    import pyarrow as pa
+
+    for name in (user, key):
+        t = table.column(name).type
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+                or pa.types.is_dictionary(t)):  # fmt: skip
+            raise DataError(f"column {name!r} has type {t}; persons and keys must be text or whole numbers")
+    t = table.column(value).type
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+        raise DataError(f"value column {value!r} has type {t}; it must be numeric")
+    if any(table.column(c).null_count for c in (user, key, value)):
+        raise DataError(f"columns {[user, key, value]} have missing values")
+    users = table.column(user).to_numpy(zero_copy_only=False)
+    keys = np.array([str(x) for x in table.column(key).to_pylist()], dtype=object)
+    values = np.asarray(table.column(value).cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        raise DataError(f"value column {value!r} contains NaN or inf")
+    return KeyValues(users, keys, values)
 
 
 def key_records_from_triples(users: np.ndarray, labels: np.ndarray, mult: np.ndarray) -> tuple[UserDataset, np.ndarray]:

@@ -46,11 +46,13 @@ from . import memory, streams
 from .base import (
     Columns,
     Engine,
+    KeyValues,
     UserSizes,
     bounded_item_sums_of,
     check_grid,
     edges_from_pairs,
     key_records_from_triples,
+    merge_int_sums,
     merge_item_sums,
     progress_default,
     sum_table,
@@ -398,6 +400,51 @@ class DuckDBEngine(Engine):
         if isinstance(domain, FiniteDomain):
             return self._coded(view, columns, domain)
         return DuckTable(view, columns, domain, "ids")
+
+    supports_key_values = True
+
+    def load_key_values(self, source: Any, user: str, key: str, value: str) -> str:
+        """A view ``(u, k, v)`` of the records: persons as :meth:`load` reads them, keys as text (strings or
+        whole numbers), values as doubles (numeric columns only); missing and non-finite values refused.
+        Returns the view's name."""
+        from ..data import check_columns
+
+        if callable(source) and not isinstance(source, UserDataset):
+            raise ParameterError("per-key aggregates read a file or a table, not a stream of batches")
+        if isinstance(source, UserDataset):
+            raise ParameterError("per-key aggregates read a table with a value column, not a UserDataset")
+        names = [user, key, value]
+        src, what = self._source(source, Columns(user, key), None)
+        described = self._sql(f"DESCRIBE SELECT * FROM {src}").fetchall()
+        if what == "file" and self._layout is not None:
+            self._layout.check_columns(names, [r[0] for r in described])
+        else:
+            check_columns(names, [r[0] for r in described], what)
+        types = {r[0]: str(r[1]).upper() for r in described}
+        u = self._user_expr(user, types[user])
+        t = types[key]
+        if not (t == "VARCHAR" or t.startswith("ENUM") or t in _INTEGER):
+            raise DataError(f"column {key!r} has type {t.lower()}; persons and keys must be text or whole numbers")
+        t = types[value]
+        if not (t in _INTEGER or t in _FLOAT or t.startswith("DECIMAL")):
+            raise DataError(f"value column {value!r} has type {t.lower()}; it must be numeric")
+        view = self._name("values")
+        self._sql(f"CREATE VIEW {view} AS SELECT {u} AS u, CAST({_quote(key)} AS VARCHAR) AS k, "
+                  f"CAST({_quote(value)} AS DOUBLE) AS v FROM {src}")  # fmt: skip
+        self._refuse_missing(view, ["u", "k", "v"], names)
+        if self._any(f"SELECT 1 FROM {view} WHERE NOT isfinite(v) LIMIT 1"):
+            raise DataError(f"value column {value!r} contains NaN or inf")
+        return view
+
+    def key_value_sums(self, data: str, fn: Callable, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """The records read in batches of whole persons (DuckDB's ``ORDER BY`` the person), ``fn`` on each."""
+        parts = []
+        for t in _whole_users(self._reader(f"SELECT u, k, v FROM {data} ORDER BY u")):
+            batch = KeyValues(t.column("u").to_numpy(zero_copy_only=False),
+                              np.asarray(t.column("k").to_numpy(zero_copy_only=False), dtype=object),
+                              t.column("v").to_numpy().astype(np.float64))  # fmt: skip
+            parts.append(fn(batch))
+        return merge_int_sums(parts, int(width))
 
     def _user_expr(self, name: str, t: str) -> str:
         if t == "VARCHAR" or t.startswith("ENUM"):

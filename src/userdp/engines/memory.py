@@ -23,10 +23,13 @@ from ..text import tokenize_codes
 from .base import (
     Columns,
     Engine,
+    KeyValues,
     UserSizes,
     check_grid,
     edges_of_dataset,
     key_records_of_dataset,
+    key_values_of_table,
+    merge_int_sums,
     sum_by_size,
     sum_table,
     text_columns,
@@ -273,6 +276,7 @@ class MemoryEngine(Engine):
     an Arrow table, a pandas or polars frame, a dict of columns, or a ``UserDataset`` (used as it is)."""
 
     name = "memory"
+    supports_key_values = True
 
     def load(self, source: Any, columns: Columns, domain: FiniteDomain | BoxDomain | None = None) -> UserDataset:
         if isinstance(source, UserDataset):
@@ -309,3 +313,9 @@ class MemoryEngine(Engine):
         self, data: UserDataset, randomizer: Any, streams: KeyedStreams, m: int | None = None
     ) -> UserDataset:
         return randomize_keyed(data, randomizer, streams, m)
+
+    def load_key_values(self, source: Any, user: str, key: str, value: str) -> KeyValues:
+        return key_values_of_table(table_of(source, [user, key, value], (user, key)), user, key, value)
+
+    def key_value_sums(self, data: KeyValues, fn: Callable, width: int) -> tuple[np.ndarray, np.ndarray]:
+        return merge_int_sums([fn(data)], int(width))

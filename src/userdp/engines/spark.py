@@ -36,6 +36,7 @@ from ..text import tokenize_column
 from .base import (
     Columns,
     Engine,
+    KeyValues,
     UserSizes,
     bounded_item_sums_of,
     check_grid,
@@ -470,6 +471,82 @@ class SparkEngine(Engine):
 
         schema = T.StructType([T.StructField("_k", T.StringType())] + [T.StructField(n, T.LongType()) for n in names])
         summed = self._whole_users(d, user, part, schema).groupBy("_k").agg(*[F.sum(n).alias(n) for n in names])
+        rows = summed.collect()
+        if not rows:
+            return np.empty(0, dtype=object), np.zeros((0, len(names)), dtype=np.int64)
+        labels = np.array([r["_k"] for r in rows], dtype=object)
+        sums = np.array([[int(r[n]) for n in names] for r in rows], dtype=np.int64)
+        order = np.argsort(labels.astype(str), kind="stable")
+        return labels[order], sums[order]
+
+    supports_key_values = True
+
+    def load_key_values(self, source: Any, user: str, key: str, value: str) -> DataFrame:
+        """The ``(u, k, v)`` records as a DataFrame: persons as read (text or whole numbers), keys as text, values
+        as doubles (a numeric column, or text whose every value is a number); missing and non-finite values
+        refused, as every engine refuses them."""
+        from pyspark.sql import DataFrame
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        names = [user, key, value]
+        layout = None
+        if FileSource.of(source) is not None:  # persons and keys as text, never typed by other rows
+            df, layout = self._read(FileSource.of(source), infer=False, text=(user, key))
+        elif isinstance(source, DataFrame):
+            df = source
+        else:
+            df = self.spark.createDataFrame(to_arrow(source).to_pandas())
+        if layout is not None:
+            layout.check_columns(names, df.columns)
+        missing = [c for c in names if c not in df.columns]
+        if missing:
+            raise DataError(f"column(s) {missing} not found; the DataFrame has columns {df.columns}")
+        df = df.select(*names)
+        for c in (user, key):
+            t = df.schema[c].dataType
+            if not isinstance(t, (T.StringType, T.IntegralType)):
+                raise DataError(
+                    f"column {c!r} has type {t.simpleString()}; persons and keys must be text or whole numbers"
+                )
+        vt = df.schema[value].dataType
+        if isinstance(vt, T.StringType):
+            as_number = F.col(value).try_cast("double") if hasattr(F.col(value), "try_cast") else F.col(value).cast(
+                "double")  # fmt: skip  # (ANSI mode: a cast of text that is no number fails the job)
+            if df.filter(F.col(value).isNotNull() & as_number.isNull()).limit(1).count():
+                raise DataError(f"value column {value!r} holds values that are not numbers; it must be numeric")
+        elif not isinstance(vt, T.NumericType):
+            raise DataError(f"value column {value!r} has type {vt.simpleString()}; it must be numeric")
+        df = df.select(F.col(user).alias("u"), F.col(key).cast("string").alias("k"),
+                       F.col(value).cast("double").alias("v"))  # fmt: skip
+        nulls = F.col("u").isNull() | F.col("k").isNull() | F.col("v").isNull()
+        bad = F.isnan(F.col("v")) | (F.abs(F.col("v")) == F.lit(float("inf")))
+        found = df.select(F.max(nulls.cast("int")).alias("m"), F.max(bad.cast("int")).alias("f")).collect()[0]
+        if found["m"]:
+            raise DataError(f"columns {names} have missing values")
+        if found["f"]:
+            raise DataError(f"value column {value!r} contains NaN or inf")
+        return df
+
+    def key_value_sums(self, data: DataFrame, fn: Callable, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """``fn`` on the executors, over pandas frames of whole persons' records; the integer rows are added up
+        by label there (Spark's exact sum of longs) and one row per label reaches the driver."""
+        import pandas as pd
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        names = [f"_w{c}" for c in range(int(width))]
+
+        def part(pdf: pd.DataFrame) -> pd.DataFrame:
+            batch = KeyValues(pdf["u"].to_numpy(), pdf["k"].to_numpy(dtype=object),
+                              pdf["v"].to_numpy(dtype=np.float64))  # fmt: skip
+            lab, sums = fn(batch)
+            sums = np.asarray(sums, dtype=np.int64).reshape(-1, len(names))
+            keys = np.asarray(lab, dtype=object).astype(str)
+            return pd.DataFrame({"_k": keys, **{n: sums[:, c] for c, n in enumerate(names)}})
+
+        schema = T.StructType([T.StructField("_k", T.StringType())] + [T.StructField(n, T.LongType()) for n in names])
+        summed = self._whole_users(data, "u", part, schema).groupBy("_k").agg(*[F.sum(n).alias(n) for n in names])
         rows = summed.collect()
         if not rows:
             return np.empty(0, dtype=object), np.zeros((0, len(names)), dtype=np.int64)

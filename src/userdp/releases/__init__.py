@@ -8,6 +8,7 @@ experiments call these.
 * :func:`histogram` -- the user-level DP histogram;
 * :func:`vocabulary` -- which items many persons hold, with noisy counts (private set union).
 * :func:`key_counts` -- records per key, with contribution bounds chosen privately (GEM).
+* :func:`aggregate` -- per-key count, users, sum, mean, variance and quantiles of a numeric column.
 
 A source is a path, a :class:`~userdp.data.FileSource` (a file's delimiter, header line and field names: every
 engine reads it alike), a table or frame, or a :class:`~userdp.data.UserDataset`. The engine (``engine="auto"``
@@ -18,6 +19,7 @@ once. The same parameters and seed give the same release on every engine.
 
 from __future__ import annotations
 
+from .aggregate import aggregate  # (the module stays importable by its path: userdp.releases.aggregate)
 from .counts import key_counts
 from .dem import (
     clustered_domain_from_table,
@@ -39,6 +41,7 @@ counts = key_counts  # ``userdp counts`` (the module userdp.releases.counts stay
 freq = frequency  # ``userdp freq``
 
 __all__ = [
+    "aggregate",
     "counts",
     "freq",
     "ALGORITHMS",

@@ -12,6 +12,7 @@ from .counts import (
     key_counts_from_sums,
     plan_key_counts,
     private_key_counts,
+    select_counted_keys,
 )
 from .greedy import greedy_histogram
 from .policy import policy_histogram
@@ -73,6 +74,7 @@ __all__ = [
     "key_counts_from_sums",
     "plan_key_counts",
     "private_key_counts",
+    "select_counted_keys",
     "AUTO_FRACTION",
     "AUTO_QUANTILE",
     "AUTO_QUANTILES",

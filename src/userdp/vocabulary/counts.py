@@ -56,6 +56,7 @@ __all__ = [
     "noise_mean_abs",
     "plan_key_counts",
     "private_key_counts",
+    "select_counted_keys",
 ]
 
 BOUND_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # the default public candidates for L0 and for Linf
@@ -467,29 +468,18 @@ def stated_key_count_losses(plan: dict) -> tuple:
     return losses
 
 
-def key_counts_from_sums(
-    item_sums: Callable,
-    record_sums: Callable,
-    plan: dict,
-    *,
-    public_keys: np.ndarray | None = None,
-    rng: RngLike = None,
-) -> Release:
-    """The per-key counts release (:func:`private_key_counts`) from aggregates computed where the data are:
-    ``item_sums(cap, keep, weights)`` (:meth:`userdp.engines.Engine.bounded_item_sums` of the persons' keys: the
-    selection's per-person bounding) and ``record_sums(fn, width)`` (:meth:`userdp.engines.Engine.key_record_sums`:
-    the bounds' kept records and the bounded counts, person by person). Only sums over persons, one row per
-    key (the counted keys: public, or selected privately), reach this function. ``plan`` is
-    :func:`plan_key_counts`'s.
-
-    Each person's keys for the selection are bounded to ``max_keys`` by the person's keyed stream
-    (:func:`userdp.noise.keyed_keep`, a uniformly random subset: every engine keeps the same keys) before the
-    set union; the bounds and the counts see each person restricted to the counted keys."""
+def select_counted_keys(
+    item_sums: Callable, record_sums: Callable, plan: dict, public_keys: np.ndarray | None, rng: RngLike = None
+) -> dict:
+    """The keys a per-key release counts: the ``public_keys`` (as sorted text), or the keys selected from the
+    data by the weighted Gaussian set union with ``plan``'s share (:func:`plan_key_counts`; ``max_keys``
+    chosen privately first when ``"auto"``), each person's keys bounded to ``max_keys`` by their keyed stream.
+    ``item_sums`` and ``record_sums`` as in :func:`key_counts_from_sums`. Returns ``{"keys", "how",
+    "key_plan", "max_keys", "epsilon_max_keys"}`` (``max_keys`` and ``key_plan`` ``None`` with public keys)."""
     from ..noise import KeyedStreams, keyed_keep
-    from .union import _select, auto_quantile, choose_max_items_with, plan_vocabulary, vocabulary_sum_columns
+    from .union import _select, choose_max_items_with, plan_vocabulary, vocabulary_sum_columns
 
     src = resolve_rng(rng)
-    noise = plan["noise"]
     key_plan = None
     max_keys, eps_max_keys = None, 0.0  # (public keys: no selection, no bound on keys for it)
     if public_keys is not None:  # compared as text, as the engines code labels
@@ -513,6 +503,35 @@ def key_counts_from_sums(
         out_labels = np.sort(lab[chosen]).astype(object)
         how_keys = "keys selected by the weighted Gaussian set union"
         max_keys, eps_max_keys = int(cal.max_items), float(key_plan["epsilon_bound"])
+    return {"keys": out_labels, "how": how_keys, "key_plan": key_plan, "max_keys": max_keys,
+            "epsilon_max_keys": eps_max_keys}
+
+
+def key_counts_from_sums(
+    item_sums: Callable,
+    record_sums: Callable,
+    plan: dict,
+    *,
+    public_keys: np.ndarray | None = None,
+    rng: RngLike = None,
+) -> Release:
+    """The per-key counts release (:func:`private_key_counts`) from aggregates computed where the data are:
+    ``item_sums(cap, keep, weights)`` (:meth:`userdp.engines.Engine.bounded_item_sums` of the persons' keys: the
+    selection's per-person bounding) and ``record_sums(fn, width)`` (:meth:`userdp.engines.Engine.key_record_sums`:
+    the bounds' kept records and the bounded counts, person by person). Only sums over persons, one row per
+    key (the counted keys: public, or selected privately), reach this function. ``plan`` is
+    :func:`plan_key_counts`'s.
+
+    Each person's keys for the selection are bounded to ``max_keys`` by the person's keyed stream
+    (:func:`userdp.noise.keyed_keep`, a uniformly random subset: every engine keeps the same keys) before the
+    set union; the bounds and the counts see each person restricted to the counted keys."""
+    from .union import auto_quantile
+
+    src = resolve_rng(rng)
+    noise = plan["noise"]
+    sel = select_counted_keys(item_sums, record_sums, plan, public_keys, src)
+    out_labels, how_keys, key_plan = sel["keys"], sel["how"], sel["key_plan"]
+    max_keys, eps_max_keys = sel["max_keys"], sel["epsilon_max_keys"]
     n_keys = out_labels.size
     details = None
     eps_c, delta_c = plan["epsilon_counts"], plan["delta_counts"]

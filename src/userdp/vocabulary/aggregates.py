@@ -1,0 +1,527 @@
+"""Per-key aggregates of a numeric column under person-level DP: ``count``, ``users``, ``sum``, ``mean``,
+``variance`` and ``quantile(q)`` of the values each key holds, with every bound that makes them private --
+the keys per person ``L0``, the records per key ``Linf`` and the value range ``[lo, hi]`` -- chosen privately by
+default. The mechanisms of :func:`userdp.releases.aggregate`, as pure functions over arrays; the release
+runs the per-person parts where the data are (:meth:`userdp.engines.Engine.key_value_sums`).
+
+The steps, each with its share of ``epsilon`` (they compose sequentially; ``docs/reference/aggregates.md``):
+
+1. **Keys** public, or selected privately by the weighted Gaussian set union exactly as the per-key counts
+   select them (:func:`userdp.vocabulary.select_counted_keys`, ``key_fraction`` of ``epsilon``, all of
+   ``delta``).
+2. **Bounds** ``(L0, Linf)``: GEM over the public grid with the counts' scores
+   (:func:`userdp.vocabulary.choose_bounds_from_kept`, ``select_fraction`` of what is left).
+3. **Value range** ``[lo, hi]`` (:func:`choose_value_range`, ``range_fraction`` of what is left, half for
+   each end): the exact exponential mechanism over a public grid, scoring each candidate by the rank of the
+   persons' *smallest* (for ``lo``) or *largest* (for ``hi``) kept value: one number per person, so adding
+   or removing a person moves every score by at most ``max(q, 1 - q) <= 1``: sensitivity 1. A public base
+   measure (:func:`range_prior`) keeps the grid's empty far ends from outweighing the data.
+4. **Statistics**: the rest, split equally between the noisy quantities the requested statistics need
+   (:func:`plan_aggregate`).
+
+**Bounding** (:func:`bounded_rows`, a function of one person's records alone). Only records of the counted
+keys are kept. A person keeps the ``L0`` keys they hold most records of (ties by key text, as the counts
+do), and on each at most ``Linf`` records: the evenly spaced order statistics ``floor((2i + 1) m / (2 Linf))``,
+``i < Linf``, of their ``m`` values sorted (their spread kept, no value favoured).
+
+**The lattice.** A kept value ``x`` is clipped to ``[lo, hi]`` and rounded to the public lattice ``r Z`` of
+resolution ``r = 2^ceil(log2((hi - lo) / 4096))`` (:func:`lattice_of`): ``k = floor(x / r + 1/2)`` clipped
+to ``[k_lo, k_hi] = [ceil(lo / r), floor(hi / r)]`` (so the rounded value stays in the range), and enters
+the sums as ``y = 2k - (k_lo + k_hi)``, its distance to the midpoint in half steps: ``|y| <= W = k_hi - k_lo``.
+Every sum is then an exact integer, and the noise is the exact discrete Laplace of :mod:`userdp.noise`
+added on the integer lattice (:func:`integer_laplace`): nothing is computed in floating point before the
+noise.
+
+**The noisy quantities and their l1 sensitivities** (one person adds or removes at most ``L0`` keys' worth,
+at most ``Linf`` records each):
+
+* ``N`` records per key: ``L0 Linf``;
+* ``U`` persons per key: ``L0`` (a person counts once on each of at most ``L0`` keys);
+* ``S1 = sum y`` (the centred sum): ``L0 Linf W``;
+* ``S2 = sum y^2``: ``L0 Linf W^2``;
+* quantiles: per key, the exponential mechanism over 257 lattice points spread over ``[lo, hi]`` with the
+  rank score :func:`quantile_scores` of sensitivity ``Linf`` (a person holds at most ``Linf`` of the key's
+  values), at ``epsilon_q / L0`` per key (a person touches at most ``L0`` keys).
+
+**The estimators** (post-processing): ``sum = mid N~ + (r / 2) S1~`` (PipelineDP's normalized sum: the
+centred sum's sensitivity is ``(hi - lo) / 2`` per record, not ``max(|lo|, |hi|)``); ``mean = mid +
+(r / 2) S1~ / max(N~, 1)`` clamped to the range; ``variance = (r / 2)^2 (S2~ / N' - (S1~ / N')^2)``,
+``N' = max(N~, 1)``, clamped to ``[0, (hi - lo)^2 / 4]``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import ParameterError
+from ..noise import RngLike, calibrate_laplace, discrete_laplace, exponential_mechanism, resolve_rng
+
+__all__ = [
+    "LATTICE_STEPS",
+    "RANGE_QUANTILE",
+    "STATISTICS",
+    "VALUE_GRID",
+    "aggregate_estimates",
+    "bounded_rows",
+    "choose_value_range",
+    "domain_grid",
+    "integer_laplace",
+    "lattice_of",
+    "parse_stat",
+    "plan_aggregate",
+    "quantile_counts_part",
+    "quantile_grid",
+    "quantile_scores",
+    "range_counts_part",
+    "range_prior",
+    "range_scores",
+    "stat_sums_part",
+]
+
+STATISTICS = ("count", "users", "sum", "mean", "variance", "quantile")
+LATTICE_STEPS = 4096  # the value range spans at most this many lattice steps (W <= 4096: S2 rows below 2^24)
+QUANTILE_POINTS = 257  # the candidates of a per-key quantile: lattice points evenly spread over [lo, hi]
+RANGE_QUANTILE = 0.1  # lo: 10% of the persons' smallest values lie below it; hi: 10% of their largest above
+DOMAIN_POINTS = 65  # a user-given domain [LO, HI]: the range's candidates, evenly spaced
+LATTICE_SPAN = 2.0**40  # |lo|, |hi| at most this many range widths: |k| <= 2^52 + 1, so 2k - (k_lo + k_hi) fits int64
+LATTICE_MIN_WIDTH = 2.0**-900  # a narrower range would make the lattice step (hi - lo) / 4096 underflow
+
+
+def _default_grid() -> np.ndarray:
+    """The default public grid of range ends: 0 and ``±m 2^j`` for ``m in {1, 1.5}``, ``j`` in ``[-10, 40]``
+    (from about 0.001 to about 1.6e12, half an octave apart)."""
+    pos = sorted({m * 2.0**j for j in range(-10, 41) for m in (1.0, 1.5)})
+    return np.array([-x for x in reversed(pos)] + [0.0] + pos, dtype=np.float64)
+
+
+VALUE_GRID = _default_grid()
+
+
+def domain_grid(lo: float, hi: float, points: int = DOMAIN_POINTS) -> np.ndarray:
+    """A user-given public domain ``[lo, hi]`` as the range's candidates: ``points`` evenly spaced values."""
+    return np.linspace(float(lo), float(hi), int(points))
+
+
+def parse_stat(stat: str) -> tuple[str, tuple[float, ...]]:
+    """``"mean"``, ``"quantile:0.5"`` or ``"quantile:0.1,0.9"`` as ``(name, levels)``; a
+    :class:`ParameterError` for anything else."""
+    if not isinstance(stat, str):
+        raise ParameterError(f"a statistic is a name (mean, quantile:0.5), got {stat!r}")
+    text = stat.strip().lower()
+    name, _, rest = text.partition(":")
+    qs: tuple[float, ...] = ()
+    if name == "quantile":
+        try:
+            qs = tuple(float(x) for x in rest.replace(" ", "").split(",") if x != "")
+        except ValueError:
+            raise ParameterError(f"quantile:Q needs numbers in (0, 1), got {stat!r}") from None
+    elif rest:
+        raise ParameterError(f"only quantile takes levels (quantile:0.5), got {stat!r}")
+    if name not in STATISTICS:
+        raise ParameterError(f"unknown statistic {stat!r}; choose from {', '.join(STATISTICS)} (quantile:Q)")
+    qs = tuple(float(q) for q in qs)
+    if name == "quantile" and (not qs or not all(0.0 < q < 1.0 for q in qs) or len(set(qs)) != len(qs)):
+        raise ParameterError(f"quantile needs distinct levels in (0, 1), e.g. quantile:0.5, got {stat!r}")
+    return name, qs
+
+
+def _range_pair(value: Any, what: str) -> tuple[float, float]:
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{what} must be a pair LO,HI of finite numbers with LO < HI, got {value!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi and hi - lo < 1e300):
+        raise ParameterError(f"{what} must be a pair LO,HI of finite numbers with LO < HI, got {value!r}")
+    return lo, hi
+
+
+def quantities_of(stats: list[tuple[str, tuple[float, ...]]]) -> list[str]:
+    """The noisy quantities the statistics need, in a fixed order: ``N`` (records: count, sum, mean, variance),
+    ``U`` (persons), ``S1``, ``S2``, and one ``Q<q>`` per quantile level."""
+    names = {n for n, _ in stats}
+    out = []
+    if names & {"count", "sum", "mean", "variance"}:
+        out.append("N")
+    if "users" in names:
+        out.append("U")
+    if names & {"sum", "mean", "variance"}:
+        out.append("S1")
+    if "variance" in names:
+        out.append("S2")
+    qs = sorted({q for n, qs in stats if n == "quantile" for q in qs})
+    out.extend(f"Q{q!r}" for q in qs)
+    return out
+
+
+def plan_aggregate(
+    epsilon: float,
+    delta: float = 0.0,
+    *,
+    stats: Any = ("mean",),
+    public_keys: bool = True,
+    value_range: Any = "auto",
+    value_domain: Any = None,
+    bounds: Any = "auto",
+    range_fraction: float = 0.25,
+    select_fraction: float = 0.2,
+    key_fraction: float = 0.5,
+    max_keys: int | str = "auto",
+    l0s: tuple[int, ...] | None = None,
+    linfs: tuple[int, ...] | None = None,
+) -> dict:
+    """Check every parameter of the aggregate release and split its budget, before any data is read.
+
+    The keys' and the bounds' shares are the per-key counts' (:func:`~userdp.vocabulary.plan_key_counts`,
+    Laplace). Of what is left, ``epsilon_range = range_fraction`` of it chooses the value range (half for each
+    end; nothing with a given ``value_range``), and the rest is split equally between the noisy quantities
+    (:func:`quantities_of`), each calibrated at the largest candidate bounds and the widest lattice here, so
+    that no calibration can be refused after the data are read."""
+    from .counts import BOUND_GRID, plan_key_counts
+
+    if isinstance(stats, str):
+        stats = [stats]
+    try:
+        parsed = [parse_stat(s) for s in stats]
+    except TypeError:
+        raise ParameterError(f"stats must be a list of statistics, got {stats!r}") from None
+    if not parsed:
+        raise ParameterError("name at least one statistic (count, users, sum, mean, variance, quantile:Q)")
+    keyed: dict[str, tuple[float, ...]] = {}  # one entry per statistic; quantile levels merged
+    for n, qs in parsed:
+        keyed[n] = tuple(sorted(set(keyed.get(n, ()) + qs)))
+    parsed = sorted(keyed.items(), key=lambda p: STATISTICS.index(p[0]))
+    base = plan_key_counts(epsilon, delta, bounds=bounds, noise="laplace", public_keys=public_keys,
+                           select_fraction=select_fraction, key_fraction=key_fraction, max_keys=max_keys,
+                           l0s=BOUND_GRID if l0s is None else l0s,
+                           linfs=BOUND_GRID if linfs is None else linfs)  # fmt: skip
+    fixed = not (isinstance(value_range, str) and value_range == "auto")
+    if isinstance(value_range, str) and value_range != "auto":
+        raise ParameterError(f"value_range must be 'auto' or a pair LO,HI, got {value_range!r}")
+    rng_pair = _range_pair(value_range, "value_range") if fixed else None
+    if value_domain is not None and fixed:
+        raise ParameterError("give a value_range (fixed, nothing spent) or a value_domain (searched), not both")
+    if not fixed and value_domain is None:
+        raise ParameterError(
+            "give a public value_range (LO, HI) (--range LO,HI: values clipped to it, nothing spent) or a public "
+            "value_domain (LO, HI) (--domain LO,HI: the range chosen privately among 65 points of it); "
+            "value_domain='geometric' (--domain geometric) searches 0 and +-{1, 1.5} 2^j over every magnitude, "
+            "which can come out orders of magnitude too wide"
+        )
+    if isinstance(value_domain, str) and value_domain != "geometric":
+        raise ParameterError(f"value_domain must be a pair LO,HI or 'geometric', got {value_domain!r}")
+    geometric = isinstance(value_domain, str)
+    grid = VALUE_GRID if geometric or value_domain is None else domain_grid(*_range_pair(value_domain, "value_domain"))
+    _check_lattice(np.array(rng_pair) if fixed else grid, "value_range" if fixed else "value_domain")
+    try:
+        rf = float(range_fraction)
+    except (TypeError, ValueError):
+        raise ParameterError("range_fraction must be a number in (0, 1)") from None
+    if not fixed and not 0.0 < rf < 1.0:
+        raise ParameterError(f"range_fraction must lie in (0, 1), got {range_fraction!r}")
+    rest = base["epsilon_counts"]
+    eps_range = rest * rf if not fixed else 0.0
+    quantities = quantities_of(parsed)
+    eps_q = (rest - eps_range) / len(quantities)
+    while eps_range + eps_q * len(quantities) > rest:
+        eps_q = math.nextafter(eps_q, 0.0)
+    l0_max, linf_max = max(base["l0s"]), max(base["linfs"])
+    sens = {"N": l0_max * linf_max, "U": l0_max, "S1": l0_max * linf_max * LATTICE_STEPS,
+            "S2": l0_max * linf_max * LATTICE_STEPS**2}  # fmt: skip
+    try:
+        for q in quantities:
+            if q in sens:
+                calibrate_laplace(float(sens[q]), eps_q, dim=1 << 31)
+            else:
+                _check_selection_eps(eps_q / l0_max)
+        if not fixed:
+            _check_selection_eps(eps_range / 2)
+    except ParameterError as exc:
+        raise ParameterError(f"the statistics' share of the budget is too small for these bounds ({exc})") from None
+    return {
+        **base,
+        "stats": parsed,
+        "quantities": quantities,
+        "epsilon_quantity": eps_q,
+        "epsilon_range": eps_range,
+        "range_fixed": fixed,
+        "value_range": rng_pair,
+        "grid": grid,
+        "range_quantile": RANGE_QUANTILE,
+    }
+
+
+def _check_lattice(ends: np.ndarray, what: str) -> None:
+    """Refuse, from the parameters, ranges whose lattice (:func:`lattice_of`) would not fit: of every range
+    ``[ends[i], ends[j]]`` (``i < j``: the given range, or any the search over a grid can return), ``max(|lo|,
+    |hi|)`` at most :data:`LATTICE_SPAN` times ``hi - lo``, which keeps every lattice coordinate within
+    ``2^52 + 1`` (exact in int64 and in floating point), and ``hi - lo`` at least :data:`LATTICE_MIN_WIDTH` (the
+    lattice step stays a normal float). Neighbouring ends are the worst pairs, so only they are checked: for
+    ``0 <= lo < hi`` the ratio ``hi / (hi - lo)`` only grows when ``lo`` moves up to ``hi``'s neighbour (likewise
+    below 0), and a range holding 0 has ratio at most 1."""
+    ends = np.asarray(ends, dtype=np.float64)
+    width = np.diff(ends)
+    far = np.maximum(np.abs(ends[:-1]), np.abs(ends[1:]))
+    bad = np.flatnonzero(~((width >= LATTICE_MIN_WIDTH) & (far <= LATTICE_SPAN * width)))
+    if bad.size:
+        lo, hi = float(ends[bad[0]]), float(ends[bad[0] + 1])
+        raise ParameterError(
+            f"{what}: the range [{lo!r}, {hi!r}] is too narrow for its distance from 0, its lattice would not "
+            "fit (a range's ends may be at most 2^40 times its width from 0, and its width at least 2^-900); "
+            "shift the values by a public offset or widen the range"
+        )
+
+
+def _check_selection_eps(eps: float) -> None:
+    if not (math.isfinite(eps) and eps >= 1e-9):
+        raise ParameterError(f"an exponential mechanism's share {eps!r} is below 1e-9")
+
+
+# --------------------------------------------------------------------------------------------
+# One batch of whole persons: the bounding and the parts summed where the data are
+# --------------------------------------------------------------------------------------------
+
+
+def _restricted_rows(batch: Any, counted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The batch's records of the ``counted`` keys (sorted text) as ``(person, key position, value)``, sorted by
+    person (their order in the batch's sorted person ids), key, value."""
+    from ..data import unique_inverse
+
+    keys = np.asarray(batch.keys, dtype=object)
+    counted = np.asarray(counted, dtype=object)
+    if keys.size == 0 or counted.size == 0:
+        e = np.empty(0, dtype=np.int64)
+        return e, e, np.empty(0, dtype=np.float64)
+    found = pc.index_in(pa.array([str(k) for k in keys], type=pa.large_string()),
+                        value_set=pa.array(counted, type=pa.large_string()))  # fmt: skip
+    pos = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    keep = pos >= 0
+    users = np.asarray(batch.users)[keep]
+    values = np.asarray(batch.values, dtype=np.float64)[keep]
+    if users.size == 0:
+        e = np.empty(0, dtype=np.int64)
+        return e, e, np.empty(0, dtype=np.float64)
+    _, person = unique_inverse(users)
+    person = np.asarray(person, dtype=np.int64).reshape(-1)
+    pos = pos[keep]
+    order = np.lexsort((values, pos, person))
+    return person[order], pos[order], values[order]
+
+
+def bounded_rows(person: np.ndarray, code: np.ndarray, values: np.ndarray, l0: int, linf: int) -> np.ndarray:
+    """Which records a person keeps (see the module): rows sorted by ``(person, code, value)``; each person
+    keeps the ``l0`` keys of most records (ties: the smaller code, i.e. the key's text), and on each of them the
+    ``linf`` evenly spaced order statistics ``floor((2i + 1) m / (2 linf))`` of their ``m`` values. A function of
+    each person's records alone."""
+    n = person.size
+    keep = np.zeros(n, dtype=bool)
+    if n == 0:
+        return keep
+    new = np.r_[True, (person[1:] != person[:-1]) | (code[1:] != code[:-1])]
+    start = np.flatnonzero(new)
+    m = np.diff(np.r_[start, n])
+    gperson = person[start]
+    order = np.lexsort((-m, gperson))  # within a person: most records first, ties in key order (stable)
+    first = np.r_[True, gperson[order][1:] != gperson[order][:-1]]
+    run_start = np.maximum.accumulate(np.where(first, np.arange(order.size), 0))
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size) - run_start
+    kept_groups = np.flatnonzero(rank < int(l0))
+    mg, sg = m[kept_groups], start[kept_groups]
+    take = np.minimum(mg, int(linf))
+    gi = np.repeat(np.arange(kept_groups.size), take)
+    i = np.arange(gi.size) - np.repeat(np.r_[0, np.cumsum(take)[:-1]], take)
+    spread = mg[gi] > int(linf)
+    offset = np.where(spread, ((2 * i + 1) * mg[gi]) // (2 * int(linf)), i)
+    keep[sg[gi] + offset] = True
+    return keep
+
+
+def lattice_of(lo: float, hi: float) -> tuple[float, int, int]:
+    """The public lattice of the range ``[lo, hi]``: ``(r, k_lo, k_hi)`` with ``r = 2^ceil(log2((hi - lo) /
+    LATTICE_STEPS))`` and ``[k_lo, k_hi] = [ceil(lo / r), floor(hi / r)]`` (``k_hi - k_lo <= LATTICE_STEPS``)."""
+    r = math.ldexp(1.0, math.ceil(math.log2((float(hi) - float(lo)) / LATTICE_STEPS)))
+    return r, int(math.ceil(lo / r)), int(math.floor(hi / r))
+
+
+def _on_lattice(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """The lattice coordinates ``k`` of the values clipped to ``[lo, hi]`` (see :func:`lattice_of`)."""
+    r, klo, khi = lattice_of(lo, hi)
+    x = np.clip(np.asarray(values, dtype=np.float64), lo, hi)
+    return np.clip(np.floor(x / r + 0.5), klo, khi).astype(np.int64)
+
+
+def _kept(batch: Any, counted: np.ndarray, l0: int, linf: int):
+    person, code, values = _restricted_rows(batch, counted)
+    keep = bounded_rows(person, code, values, l0, linf)
+    return person[keep], code[keep], values[keep]
+
+
+def range_counts_part(batch: Any, counted: np.ndarray, l0: int, linf: int, grid: np.ndarray):
+    """One batch's share of the range's rank counts, one row labelled ``""``: the persons with a kept value,
+    then for each grid point ``c`` the persons whose smallest kept value is below ``c``, then those whose
+    largest kept value is above ``c``."""
+    person, _, values = _kept(batch, counted, l0, linf)
+    grid = np.asarray(grid, dtype=np.float64)
+    row = np.zeros(1 + 2 * grid.size, dtype=np.int64)
+    if person.size:
+        start = np.flatnonzero(np.r_[True, person[1:] != person[:-1]])
+        lows = np.minimum.reduceat(values, start)
+        highs = np.maximum.reduceat(values, start)
+        row[0] = start.size
+        row[1 : 1 + grid.size] = np.searchsorted(np.sort(lows), grid, side="left")  # #{low < c}
+        row[1 + grid.size :] = start.size - np.searchsorted(np.sort(highs), grid, side="right")  # #{high > c}
+    return np.array([""], dtype=object), row.reshape(1, -1)
+
+
+def stat_sums_part(batch: Any, counted: np.ndarray, l0: int, linf: int, lo: float, hi: float):
+    """One batch's share of the per-key sums ``[N, U, S1, S2]`` (records, persons, ``sum y``, ``sum y^2``;
+    see the module) of the kept records, for the keys it holds."""
+    person, code, values = _kept(batch, counted, l0, linf)
+    counted = np.asarray(counted, dtype=object)
+    if person.size == 0:
+        return np.empty(0, dtype=object), np.zeros((0, 4), dtype=np.int64)
+    _, klo, khi = lattice_of(lo, hi)
+    y = 2 * _on_lattice(values, lo, hi) - (klo + khi)
+    n_keys = counted.size
+    out = np.zeros((n_keys, 4), dtype=np.int64)
+    np.add.at(out[:, 0], code, 1)
+    new = np.r_[True, (person[1:] != person[:-1]) | (code[1:] != code[:-1])]
+    np.add.at(out[:, 1], code[new], 1)
+    np.add.at(out[:, 2], code, y)
+    np.add.at(out[:, 3], code, y * y)
+    got = np.flatnonzero(out[:, 0] > 0)
+    return counted[got], out[got]
+
+
+def quantile_grid(lo: float, hi: float, points: int = QUANTILE_POINTS) -> np.ndarray:
+    """The per-key quantiles' candidates: lattice coordinates evenly spread over ``[k_lo, k_hi]`` (at most
+    ``points``, distinct)."""
+    _, klo, khi = lattice_of(lo, hi)
+    return np.unique(np.round(np.linspace(klo, khi, min(int(points), khi - klo + 1))).astype(np.int64))
+
+
+def quantile_counts_part(batch: Any, counted: np.ndarray, l0: int, linf: int, lo: float, hi: float):
+    """One batch's share, per key, of ``#{kept values <= c}`` for every candidate ``c`` of :func:`quantile_grid`
+    (values on the lattice), then ``#{kept values < c}``, then the key's kept records: ``2 G + 1`` columns."""
+    person, code, values = _kept(batch, counted, l0, linf)
+    counted = np.asarray(counted, dtype=object)
+    grid = quantile_grid(lo, hi)
+    g = grid.size
+    if person.size == 0:
+        return np.empty(0, dtype=object), np.zeros((0, 2 * g + 1), dtype=np.int64)
+    k = _on_lattice(values, lo, hi)
+    first_ge = np.searchsorted(grid, k, side="left")  # counts in "<= c" from the first candidate >= k on
+    first_gt = np.searchsorted(grid, k, side="right")  # counts in "< c" from the first candidate > k on
+    le = np.zeros((counted.size, g + 1), dtype=np.int64)
+    lt = np.zeros((counted.size, g + 1), dtype=np.int64)
+    np.add.at(le, (code, first_ge), 1)
+    np.add.at(lt, (code, first_gt), 1)
+    out = np.column_stack([np.cumsum(le[:, :g], axis=1), np.cumsum(lt[:, :g], axis=1), le.sum(axis=1)])
+    got = np.flatnonzero(out[:, -1] > 0)
+    return counted[got], out[got]
+
+
+def quantile_scores(le: np.ndarray, lt: np.ndarray, n: int, q: float) -> np.ndarray:
+    """A candidate's distance from being a ``q``-quantile of ``n`` values, negated: ``-max(0, #{x < c} - q n,
+    q n - #{x <= c})`` (0 exactly when ``c`` is one; ties on discrete values are no problem). A person holds at
+    most ``Linf`` of a key's values: each count moves by at most ``Linf`` and ``q n`` by ``q Linf``, so the
+    score's sensitivity is ``Linf max(q, 1 - q) <= Linf``."""
+    qn = float(q) * float(n)
+    le = np.asarray(le, dtype=np.float64)
+    lt = np.asarray(lt, dtype=np.float64)
+    return -np.maximum(0.0, np.maximum(lt - qn, qn - le))
+
+
+# --------------------------------------------------------------------------------------------
+# The driver's steps: choices and noise
+# --------------------------------------------------------------------------------------------
+
+
+def range_scores(below_or_above: np.ndarray, n: int, q: float) -> np.ndarray:
+    """The rank scores ``-|count(c) - q n|`` of a range end (sensitivity ``max(q, 1 - q) <= 1``)."""
+    return -np.abs(np.asarray(below_or_above, dtype=np.float64) - q * float(n))
+
+
+def range_prior(distance: np.ndarray, epsilon: float) -> np.ndarray:
+    """The exponential mechanism's public base measure ``mu(c) ∝ (1 + d(c))^-2`` as a score shift
+    ``(2 / epsilon) ln mu = -(4 / epsilon) ln(1 + d)``, ``d`` a candidate's distance in grid steps from a
+    public anchor. Data-independent, so it leaves the scores' sensitivity as it is; it makes the far, data-free
+    ends of the grid (where every rank score is the same) weigh little in all: without it a geometric grid's
+    ~100 empty candidates would outweigh the right one at small epsilon."""
+    return -(4.0 / float(epsilon)) * np.log1p(np.asarray(distance, dtype=np.float64))
+
+
+def choose_value_range(
+    row: np.ndarray, grid: np.ndarray, epsilon: float, q: float = RANGE_QUANTILE, rng: RngLike = None
+) -> tuple[float, float, dict]:
+    """``[lo, hi]`` from the range counts (:func:`range_counts_part`, summed over the persons): ``lo`` by the
+    exact exponential mechanism (:func:`userdp.noise.exponential_mechanism`, sensitivity 1, ``epsilon / 2``)
+    over the grid less its largest point, scored by :func:`range_scores` of the persons whose smallest value is
+    below each candidate at ``q``, with the base measure :func:`range_prior` around the grid's point nearest 0;
+    then ``hi`` likewise (``epsilon / 2``) over the grid points above ``lo``, from the persons whose largest
+    value is above each candidate, the base measure around ``lo``. ``epsilon``-DP (add or remove one person):
+    each person adds at most 1 to one count of each end and to ``n``, so each score moves by at most
+    ``max(q, 1 - q) <= 1``."""
+    src = resolve_rng(rng)
+    grid = np.asarray(grid, dtype=np.float64)
+    row = np.asarray(row, dtype=np.int64).reshape(-1)
+    g = grid.size
+    n, below, above = int(row[0]), row[1 : 1 + g], row[1 + g :]
+    e = float(epsilon) / 2
+    zero = int(np.argmin(np.abs(grid[:-1])))
+    s_lo = range_scores(below[:-1], n, q) + range_prior(np.abs(np.arange(g - 1) - zero), e)
+    i = exponential_mechanism(s_lo, 1.0, e, src)
+    s_hi = range_scores(above[i + 1 :], n, q) + range_prior(np.arange(g - i - 1), e)
+    j = i + 1 + exponential_mechanism(s_hi, 1.0, e, src)
+    return float(grid[i]), float(grid[j]), {"scores_lo": s_lo, "scores_hi": s_hi}
+
+
+def integer_laplace(
+    sums: np.ndarray, sensitivity: int, epsilon: float, rng: RngLike = None
+) -> tuple[np.ndarray, float]:
+    """Exact integer sums with l1 sensitivity ``sensitivity`` released with lattice Laplace noise,
+    ``epsilon``-DP: the calibration of :func:`userdp.noise.calibrate_laplace` (granularity ``g``, a power of
+    two; integer ``t``), each sum moved to ``g Z`` exactly in integer arithmetic (deterministic rounding when
+    ``g > 1``, which the calibration counts), plus ``DLap(t)`` steps; the result is converted to floats only
+    then. Returns the noisy sums and the noise's standard deviation ``sqrt(2) g t`` (about)."""
+    sums = np.asarray(sums, dtype=np.int64).reshape(-1)
+    if sums.size == 0:
+        return np.zeros(0, dtype=np.float64), 0.0
+    cal = calibrate_laplace(float(sensitivity), epsilon, dim=sums.size)
+    z = discrete_laplace(cal.t, sums.size, rng)
+    e = int(round(math.log2(cal.granularity)))
+    out = np.empty(sums.size, dtype=np.float64)
+    for i, (s, dz) in enumerate(zip(sums.tolist(), z.tolist(), strict=True)):
+        if e >= 0:
+            lat = (s + (1 << e >> 1)) >> e if e > 0 else s  # round half up to g Z
+        else:
+            lat = s << -e
+        out[i] = math.ldexp(float(lat + dz), e)
+    return out, math.sqrt(2.0) * cal.scale
+
+
+def aggregate_estimates(noisy: dict, lo: float, hi: float) -> dict:
+    """The statistics from the noisy quantities (post-processing; see the module): ``count``, ``users``, the
+    normalized ``sum``, the ``mean`` and ``variance`` clamped to what the range allows."""
+    r, klo, khi = lattice_of(lo, hi)
+    mid, half = (klo + khi) * r / 2, r / 2
+    low, high = klo * r, khi * r
+    out = {}
+    if "N" in noisy:
+        out["count"] = noisy["N"]
+    if "U" in noisy:
+        out["users"] = noisy["U"]
+    if "S1" in noisy:
+        n = np.maximum(noisy["N"], 1.0)
+        out["sum"] = mid * noisy["N"] + half * noisy["S1"]
+        out["mean"] = np.clip(mid + half * noisy["S1"] / n, low, high)
+        if "S2" in noisy:
+            m1 = noisy["S1"] / n
+            var = half**2 * (noisy["S2"] / n - m1 * m1)
+            out["variance"] = np.clip(var, 0.0, (high - low) ** 2 / 4)
+    return out

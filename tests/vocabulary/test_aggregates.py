@@ -1,0 +1,213 @@
+"""The per-key aggregates' mechanisms (:mod:`userdp.vocabulary.aggregates`): the bounding against its
+definition, every per-person sum's sensitivity over remove-one-person neighbours (and the range's rank
+scores' sensitivity 1, which a per-record variant breaks), the lattice, the integer Laplace noise's scale
+(30% off rejected) and every refusal made from the parameters alone."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from userdp.engines.base import KeyValues
+from userdp.errors import ParameterError
+from userdp.vocabulary.aggregates import (
+    VALUE_GRID,
+    bounded_rows,
+    integer_laplace,
+    lattice_of,
+    plan_aggregate,
+    quantile_counts_part,
+    range_counts_part,
+    range_scores,
+    stat_sums_part,
+)
+
+
+def _persons(rng, n_persons=12, n_keys=4, max_rows=6):
+    """``(users, keys, values)`` records: each person some keys, some records on each, values in [-3, 9]."""
+    users, keys, values = [], [], []
+    for u in range(n_persons):
+        for k in rng.choice(n_keys, int(rng.integers(1, n_keys + 1)), replace=False):
+            for _ in range(int(rng.integers(1, max_rows + 1))):
+                users.append(f"p{u}")
+                keys.append(f"k{k}")
+                values.append(float(rng.uniform(-3, 9)))
+    return np.array(users, dtype=object), np.array(keys, dtype=object), np.array(values)
+
+
+def _without(batch, u):
+    keep = batch.users != u
+    return KeyValues(batch.users[keep], batch.keys[keep], batch.values[keep])
+
+
+def _brute_keep(users, keys, values, l0, linf):
+    """The kept (user, key, value) multiset by the definition, person by person."""
+    out = []
+    for u in sorted(set(users)):
+        mine = [(k, v) for uu, k, v in zip(users, keys, values, strict=True) if uu == u]
+        per = {}
+        for k, v in mine:
+            per.setdefault(k, []).append(v)
+        ranked = sorted(per, key=lambda k: (-len(per[k]), k))[:l0]
+        for k in ranked:
+            vs = sorted(per[k])
+            m = len(vs)
+            idx = range(m) if m <= linf else [((2 * i + 1) * m) // (2 * linf) for i in range(linf)]
+            out += [(u, k, vs[i]) for i in idx]
+    return sorted(out)
+
+
+def test_bounding_keeps_each_person_s_l0_keys_of_most_records_and_spread_order_statistics():
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        users, keys, values = _persons(rng)
+        counted = np.array(sorted(set(keys)), dtype=object)
+        from userdp.vocabulary.aggregates import _restricted_rows
+
+        person, code, vals = _restricted_rows(KeyValues(users, keys, values), counted)
+        names = np.array(sorted(set(users)), dtype=object)
+        for l0, linf in [(1, 1), (2, 3), (3, 2), (8, 8)]:
+            keep = bounded_rows(person, code, vals, l0, linf)
+            got = sorted(zip(names[person[keep]], counted[code[keep]], vals[keep], strict=True))
+            assert got == _brute_keep(users, keys, values, l0, linf)
+
+
+@pytest.mark.parametrize(("l0", "linf"), [(1, 1), (2, 3), (4, 2)])
+def test_one_person_moves_each_sum_by_at_most_its_sensitivity(l0, linf):
+    """Over every remove-one-person neighbour: records ``N`` by ``L0 Linf`` (l1 over keys), persons ``U`` by
+    ``L0``, ``S1`` by ``L0 Linf W``, ``S2`` by ``L0 Linf W^2``; and some neighbour moves ``N`` by more than
+    ``Linf`` when ``L0 > 1`` (so ``Linf`` alone would not do)."""
+    rng = np.random.default_rng(2)
+    lo, hi = -1.0, 5.0
+    _, klo, khi = lattice_of(lo, hi)
+    w = khi - klo
+    sens = np.array([l0 * linf, l0, l0 * linf * w, l0 * linf * w * w])
+    worst = np.zeros(4)
+    for _ in range(15):
+        batch = KeyValues(*_persons(rng))
+        counted = np.array(sorted(set(batch.keys)), dtype=object)
+
+        def table(b, counted=counted):
+            lab, rows = stat_sums_part(b, counted, l0, linf, lo, hi)
+            out = np.zeros((counted.size, 4), dtype=np.int64)
+            out[np.searchsorted(counted, lab)] = rows
+            return out
+
+        here = table(batch)
+        for u in sorted(set(batch.users)):
+            worst = np.maximum(worst, np.abs(here - table(_without(batch, u))).sum(axis=0))
+    assert np.all(worst <= sens), (worst, sens)
+    if l0 > 1:
+        assert worst[0] > linf
+
+
+def _range_sensitivity(part, datasets) -> float:
+    """The largest move of the range's rank scores (both ends, every candidate) over remove-one-person
+    neighbours, with ``part`` computing the counts."""
+    worst = 0.0
+    g = VALUE_GRID.size
+    for batch in datasets:
+        counted = np.array(sorted(set(batch.keys)), dtype=object)
+
+        def scores(b, counted=counted):
+            row = part(b, counted)[1][0]
+            n = row[0]
+            return np.r_[range_scores(row[1 : 1 + g], n, 0.1), range_scores(row[1 + g :], n, 0.1)]
+
+        here = scores(batch)
+        for u in sorted(set(batch.users)):
+            worst = max(worst, float(np.max(np.abs(here - scores(_without(batch, u))))))
+    return worst
+
+
+def _per_record_part(batch, counted):
+    """A broken variant: every kept record's value ranked (not each person's smallest and largest)."""
+    g = VALUE_GRID
+    v = np.sort(np.asarray(batch.values))
+    row = np.r_[v.size, np.searchsorted(v, g, side="left"), v.size - np.searchsorted(v, g, side="right")]
+    return np.array([""], dtype=object), row.reshape(1, -1).astype(np.int64)
+
+
+def test_the_range_scores_have_sensitivity_one_and_a_per_record_variant_is_caught():
+    rng = np.random.default_rng(3)
+    data = [KeyValues(*_persons(rng, n_persons=10)) for _ in range(10)]
+    ok = _range_sensitivity(lambda b, c: range_counts_part(b, c, 4, 4, VALUE_GRID), data)
+    assert 0.5 < ok <= 1.0
+    assert _range_sensitivity(_per_record_part, data) > 1.5  # the check catches the broken variant
+
+
+def test_quantile_counts_move_by_at_most_linf_per_key_on_at_most_l0_keys():
+    rng = np.random.default_rng(4)
+    l0, linf = 2, 3
+    for _ in range(10):
+        batch = KeyValues(*_persons(rng))
+        counted = np.array(sorted(set(batch.keys)), dtype=object)
+
+        def table(b, counted=counted):
+            lab, rows = quantile_counts_part(b, counted, l0, linf, -1.0, 5.0)
+            out = np.zeros((counted.size, rows.shape[1] if rows.size else 2 * 257 + 1), dtype=np.int64)
+            out[np.searchsorted(counted, lab)] = rows
+            return out
+
+        here = table(batch)
+        for u in sorted(set(batch.users)):
+            d = np.abs(here - table(_without(batch, u)))
+            assert d.max() <= linf and np.count_nonzero(d.max(axis=1)) <= l0
+
+
+def test_the_lattice_keeps_rounded_values_in_the_range():
+    for lo, hi in [(1.0, 5.0), (-3.3, 7.1), (0.0, 1e-3), (-1e9, 2.5e9), (1.5, 1.5000001)]:
+        r, klo, khi = lattice_of(lo, hi)
+        assert math.log2(r).is_integer() and 0 < khi - klo <= 4096
+        assert lo <= klo * r and khi * r <= hi and (khi - klo + 2) * r >= hi - lo
+        rng = np.random.default_rng(5)
+        batch = KeyValues(np.array(["a"] * 50, dtype=object), np.array(["k"] * 50, dtype=object),
+                          rng.uniform(lo - (hi - lo), hi + (hi - lo), 50))  # fmt: skip
+        _, rows = stat_sums_part(batch, np.array(["k"], dtype=object), 1, 50, lo, hi)
+        assert rows[0, 0] == 50 and rows[0, 3] <= 50 * (khi - klo) ** 2
+
+
+def test_integer_laplace_has_the_stated_scale_and_stays_on_its_lattice():
+    sens, eps = 6, 0.5
+    out, sd = integer_laplace(np.full(20000, 123, dtype=np.int64), sens, eps, np.random.default_rng(6))
+    want = math.sqrt(2) * sens / eps
+    assert sd == pytest.approx(want, rel=1e-6)
+    est = float(np.sqrt(np.mean((out - 123) ** 2)))
+    assert abs(est / want - 1) < 0.05 and abs(est / (1.3 * want) - 1) > 0.15 and abs(est / (0.7 * want) - 1) > 0.2
+    big, _ = integer_laplace(np.array([2**40 + 1, -(2**50) - 3]), 2**44, 0.3, np.random.default_rng(7))
+    assert np.all(np.isfinite(big))
+
+
+def test_every_refusal_comes_from_the_parameters_alone():
+    with pytest.raises(ParameterError, match="unknown statistic"):
+        plan_aggregate(1.0, stats=["median"], value_domain="geometric")
+    with pytest.raises(ParameterError, match="quantile"):
+        plan_aggregate(1.0, stats=["quantile:1.5"], value_domain="geometric")
+    with pytest.raises(ParameterError, match="quantile"):
+        plan_aggregate(1.0, stats=["quantile"], value_domain="geometric")
+    with pytest.raises(ParameterError, match="at least one"):
+        plan_aggregate(1.0, stats=[], value_domain="geometric")
+    with pytest.raises(ParameterError, match="value_range"):
+        plan_aggregate(1.0, value_range=(5, 1))
+    with pytest.raises(ParameterError, match="value_range"):
+        plan_aggregate(1.0, value_range="wide")
+    with pytest.raises(ParameterError, match="not both"):
+        plan_aggregate(1.0, value_range=(0, 1), value_domain=(0, 1))
+    with pytest.raises(ParameterError, match="value_domain"):
+        plan_aggregate(1.0, value_domain=(0, float("inf")))
+    with pytest.raises(ParameterError, match="range_fraction"):
+        plan_aggregate(1.0, range_fraction=1.0, value_domain="geometric")
+    with pytest.raises(ParameterError, match="delta > 0"):
+        plan_aggregate(1.0, public_keys=False, value_domain="geometric")
+    with pytest.raises(ParameterError, match="too small"):
+        plan_aggregate(1e-6, stats=["variance"], value_domain="geometric")
+    p = plan_aggregate(1.0, stats=["mean", "count", "variance", "quantile:0.5", "quantile:0.9,0.5"],
+                       value_domain="geometric")
+    assert p["quantities"] == ["N", "S1", "S2", "Q0.5", "Q0.9"]
+    assert p["epsilon_select"] == pytest.approx(0.2) and p["epsilon_range"] == pytest.approx(0.2)
+    assert p["epsilon_quantity"] * 5 + p["epsilon_range"] + p["epsilon_select"] <= 1.0
+    fixed = plan_aggregate(1.0, value_range=(1, 5), bounds=(2, 2))
+    assert fixed["epsilon_range"] == 0.0 and fixed["epsilon_select"] == 0.0
+    assert fixed["epsilon_quantity"] == pytest.approx(0.5)

@@ -1,0 +1,205 @@
+"""Mutants of the per-key aggregates (:mod:`userdp.vocabulary.aggregates`, :mod:`userdp.releases.aggregate`):
+each sensitivity, noise scale, budget split, clip and contribution bound (see :mod:`mutation`)."""
+
+from __future__ import annotations
+
+from . import Mutant
+
+_RA = "tests/releases/test_aggregate.py::"
+_VA = "tests/vocabulary/test_aggregates.py::"
+_LOSS = _RA + "test_the_statistics_exact_privacy_loss_is_within_their_shares"
+_RANGE = _RA + "test_the_range_choice_exact_privacy_loss_is_within_its_share"
+_SCALE = _RA + "test_the_noise_has_the_scale_the_sensitivities_and_the_split_call_for"
+_REL = "releases/aggregate.py"
+_MECH = "vocabulary/aggregates.py"
+
+MUTANTS: list[Mutant] = [
+    Mutant(
+        "agg-records-sensitivity-linf-only",
+        "sensitivity",
+        _REL,
+        'sens = {"N": l0 * linf,',
+        'sens = {"N": linf,',
+        (_LOSS,),
+        "the records per key are calibrated to one key's worth (Linf), but a person adds Linf records to each "
+        "of L0 keys: L0 times the stated epsilon",
+        (1,),
+    ),
+    Mutant(
+        "agg-users-sensitivity-one",
+        "sensitivity",
+        _REL,
+        '"U": l0,',
+        '"U": 1,',
+        (_LOSS,),
+        "distinct persons per key calibrated as if a person counted on one key only: L0 times the stated epsilon",
+    ),
+    Mutant(
+        "agg-sum-sensitivity-half-width",
+        "sensitivity",
+        _REL,
+        '"S1": l0 * linf * w,',
+        '"S1": l0 * linf * w // 2,',
+        (_LOSS, _SCALE),
+        "the centred sum calibrated to half the distance a value can move it (W half steps): twice the epsilon",
+    ),
+    Mutant(
+        "agg-squares-sensitivity-width",
+        "sensitivity",
+        _REL,
+        '"S2": l0 * linf * w * w}',
+        '"S2": l0 * linf * w}',
+        (_LOSS,),
+        "the sum of squares calibrated to W instead of W^2: the variance leaks W times the stated epsilon",
+    ),
+    Mutant(
+        "agg-noise-double-epsilon",
+        "noise-scale",
+        _REL,
+        "integer_laplace(sums[:, column[q]], sens[q], eps_q, src)",
+        "integer_laplace(sums[:, column[q]], sens[q], 2 * eps_q, src)",
+        (_LOSS, _SCALE),
+        "every noisy quantity draws half the noise its share calls for",
+        (2,),
+    ),
+    Mutant(
+        "agg-noise-halved-on-the-lattice",
+        "noise-scale",
+        _MECH,
+        "out[i] = math.ldexp(float(lat + dz), e)",
+        "out[i] = math.ldexp(float(lat + dz // 2), e)",
+        (_VA + "test_integer_laplace_has_the_stated_scale_and_stays_on_its_lattice", _SCALE),
+        "the integer-lattice Laplace adds half the drawn noise: the stated sd is twice the real one",
+        (2,),
+    ),
+    Mutant(
+        "agg-split-bounds-not-deducted",
+        "budget-split",
+        _MECH,
+        'rest = base["epsilon_counts"]',
+        'rest = base["epsilon_counts"] + base["epsilon_select"]',
+        (_LOSS, _SCALE),
+        "the statistics and the range spend the bounds' share again: the release spends more than epsilon",
+        (1,),
+    ),
+    Mutant(
+        "agg-split-range-share",
+        "budget-split",
+        _MECH,
+        "eps_range = rest * rf if not fixed else 0.0",
+        "eps_range = rest * rf / 2 if not fixed else 0.0",
+        (_VA + "test_every_refusal_comes_from_the_parameters_alone", _SCALE),
+        "the range gets half the share the documentation states (range_fraction of what is left)",
+    ),
+    Mutant(
+        "agg-range-each-end-full-share",
+        "budget-split",
+        _MECH,
+        "e = float(epsilon) / 2",
+        "e = float(epsilon)",
+        (_RANGE,),
+        "each end of the range spends the range's whole share: twice its epsilon",
+        (1,),
+    ),
+    Mutant(
+        "agg-range-sensitivity-half",
+        "sensitivity",
+        _MECH,
+        "i = exponential_mechanism(s_lo, 1.0, e, src)",
+        "i = exponential_mechanism(s_lo, 0.5, e, src)",
+        (_RANGE,),
+        "the low end's exponential mechanism is handed sensitivity 1/2 for scores that move by 1",
+        (1,),
+    ),
+    Mutant(
+        "agg-range-ranks-every-record",
+        "contribution-bound",
+        _MECH,
+        "lows = np.minimum.reduceat(values, start)\n        highs = np.maximum.reduceat(values, start)",
+        "lows = values\n        highs = values",
+        (_RANGE, _VA + "test_the_range_scores_have_sensitivity_one_and_a_per_record_variant_is_caught"),
+        "the range ranks every kept record rather than each person's smallest and largest value: one person "
+        "moves the scores by up to L0 Linf, not 1",
+        (1,),
+    ),
+    Mutant(
+        "agg-values-unclipped",
+        "contribution-bound",
+        _MECH,
+        "return np.clip(np.floor(x / r + 0.5), klo, khi).astype(np.int64)\n",
+        "return np.floor(np.asarray(values, dtype=np.float64) / r + 0.5).astype(np.int64)\n",
+        (_LOSS, _VA + "test_the_lattice_keeps_rounded_values_in_the_range"),
+        "values are not clipped to the range: one person's outlier moves the sums without bound",
+        (1,),
+    ),
+    Mutant(
+        "agg-bound-l0-plus-one",
+        "contribution-bound",
+        _MECH,
+        "kept_groups = np.flatnonzero(rank < int(l0))",
+        "kept_groups = np.flatnonzero(rank < int(l0) + 1)",
+        (_LOSS, _VA + "test_bounding_keeps_each_person_s_l0_keys_of_most_records_and_spread_order_statistics"),
+        "each person keeps one key more than the L0 the noise is calibrated to",
+        (1,),
+    ),
+    Mutant(
+        "agg-bound-linf-applied-loosely",
+        "contribution-bound",
+        _REL,
+        "partial(stat_sums_part, counted=counted, l0=l0, linf=linf, lo=lo, hi=hi)",
+        "partial(stat_sums_part, counted=counted, l0=l0, linf=linf + 1, lo=lo, hi=hi)",
+        (_LOSS,),
+        "the sums keep Linf + 1 records per key while the noise is calibrated to Linf",
+        (1,),
+    ),
+    Mutant(
+        "agg-users-counts-records",
+        "sensitivity",
+        _MECH,
+        "np.add.at(out[:, 1], code[new], 1)",
+        "np.add.at(out[:, 1], code, 1)",
+        (_LOSS,),
+        "'users' counts a person's records, not the person: up to Linf per key for a sensitivity of 1 per key",
+        (1,),
+    ),
+    Mutant(
+        "agg-quantile-epsilon-per-key",
+        "budget-split",
+        _REL,
+        "exponential_mechanism(scores, float(linf), eps_q / l0, src)",
+        "exponential_mechanism(scores, float(linf), eps_q, src)",
+        (_LOSS,),
+        "each key's quantile spends the whole share, but a person touches L0 keys: L0 times the epsilon",
+        (1,),
+    ),
+    Mutant(
+        "agg-quantile-sensitivity-one",
+        "sensitivity",
+        _REL,
+        "exponential_mechanism(scores, float(linf), eps_q / l0, src)",
+        "exponential_mechanism(scores, 1.0, eps_q / l0, src)",
+        (_LOSS,),
+        "the quantile's rank scores are handed sensitivity 1, but a person holds up to Linf of a key's values",
+        (1,),
+    ),
+    Mutant(
+        "agg-lattice-span-unchecked",
+        "refusal",
+        _MECH,
+        "LATTICE_SPAN = 2.0**40",
+        "LATTICE_SPAN = 2.0**48",
+        (_RA + "test_a_range_whose_lattice_would_not_fit_is_refused_before_the_data_are_read",),
+        "a public range far from 0 for its width passes the plan: its lattice coordinates overflow int64 after "
+        "the data are read (a traceback after the key selection ran, or wrapped sums past their sensitivity)",
+    ),
+    Mutant(
+        "agg-lattice-width-unchecked",
+        "refusal",
+        _MECH,
+        "LATTICE_MIN_WIDTH = 2.0**-900",
+        "LATTICE_MIN_WIDTH = 0.0",
+        (_RA + "test_a_range_whose_lattice_would_not_fit_is_refused_before_the_data_are_read",),
+        "a public range a few subnormals wide passes the plan: its lattice step underflows to 0 and the release "
+        "divides by it after the data are read",
+    ),
+]
