@@ -28,6 +28,7 @@ from .guarantees import (
     ItemMetricDP,
     Neighbours,
     PureDP,
+    ShuffleDP,
     convert_to_budget,
     guarantee_kind,
 )
@@ -36,7 +37,9 @@ __all__ = ["Session", "LedgerEntry", "guarantee_to_dict", "guarantee_from_dict",
 
 LEDGER_FORMAT = "userdp-ledger/2"
 
-_KINDS: dict[str, type] = {c.__name__: c for c in (PureDP, ApproxDP, ItemMetricDP, EMDMetricDP, DiscreteEMDDP)}
+_KINDS: dict[str, type] = {
+    c.__name__: c for c in (PureDP, ApproxDP, ShuffleDP, ItemMetricDP, EMDMetricDP, DiscreteEMDDP)
+}
 
 
 def guarantee_to_dict(g: Guarantee) -> dict:
