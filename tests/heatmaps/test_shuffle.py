@@ -29,7 +29,15 @@ from userdp.heatmaps.shuffle import (
     user_pyramid,
 )
 from userdp.noise import RandomSource, polya
-from userdp.privacy import ApproxDP, PureDP, ShuffleDP, guarantee_from_dict, guarantee_to_dict
+from userdp.privacy import (
+    ApproxDP,
+    Neighbours,
+    PureDP,
+    ShuffleDP,
+    convert_to_budget,
+    guarantee_from_dict,
+    guarantee_to_dict,
+)
 
 TWO20 = 2**20
 
@@ -300,6 +308,8 @@ def test_exact_law_on_neighbouring_tiny_datasets_gives_the_stated_epsilon():
     assert isinstance(rel.guarantee.compose(PureDP(1.0)), ApproxDP)
     assert "shuffle model" in rel.guarantee.describe()
     assert guarantee_from_dict(guarantee_to_dict(rel.guarantee)) == rel.guarantee  # ledgers keep it
+    replace = convert_to_budget(rel.guarantee, ApproxDP(10, 1e-3, Neighbours.REPLACE_USER))
+    assert (replace.epsilon, replace.delta) == pytest.approx((2 * EPS_T, (1 + math.e) * 1e-6))
 
 
 def test_one_share_per_party_is_caught_by_the_exact_audit():
