@@ -22,6 +22,8 @@ _SH_AGG = f"{_SH}::test_the_aggregate_simulation_draws_the_same_law"
 _SH_MSG = f"{_SH}::test_messages_are_r_shares_per_coordinate_that_sum_to_the_noisy_value"
 _SH_COMM = f"{_SH}::test_communication_on_the_papers_setup"
 _POLYA = f"{_SH}::test_polya_draws_follow_the_law_and_a_30_percent_off_scale_is_rejected"
+_SH_LEMMA = f"{_SH}::test_split_mix_lemma_holds_on_the_exact_law_of_the_view"
+_SH_DELTA = f"{_SH}::test_the_plans_shares_meet_the_stated_delta_by_the_lemma"
 
 _SPARSE_LAWS = f"{_HM}::test_sparse_release_draws_every_level_from_the_papers_law_and_keeps_the_noisy_top_w"
 _AUTO_LAWS = f"{_AUTO}::test_default_auto_draws_its_count_and_map_from_the_stated_laws"
@@ -469,6 +471,39 @@ MUTANTS: list[Mutant] = [
         "return math.ceil((2 * lse + math.log(m / delta) + math.log(q)) / math.log(n) + 1)",
         (_SH_MSG, _SH_COMM),
         "fewer shares per coordinate than appendix F's r: the summation's delta is no longer the one stated",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-delta-one-coordinate",
+        "threshold",
+        "heatmaps/shuffle.py",
+        "eta = m * math.sqrt(split_mix_chi2_bound(n, r, q)) / 2",
+        "eta = math.sqrt(split_mix_chi2_bound(n, r, q)) / 2",
+        (_SH_DELTA,),
+        "the summation's delta counts one coordinate instead of the m a user sends: the view's distance to the "
+        "noisy sums is up to m times the stated delta (m = 102,406 at 320 x 240)",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-delta-without-e-eps",
+        "threshold",
+        "heatmaps/shuffle.py",
+        "return min(1.0, (1 + math.exp(min(epsilon, 700.0))) * eta)",
+        "return min(1.0, eta)",
+        (_SH_DELTA,),
+        "delta taken as the view's total variation distance, without the (1 + e^eps) of the DP argument: at "
+        "eps = 5 the stated delta is 149 times too small",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-lemma-bound-one-closed-set",
+        "threshold",
+        "heatmaps/shuffle.py",
+        "logf[k] = logsumexp(logi[:k] + logh[:k] + logf[k - 1 :: -1][:k]) - math.log(k)",
+        "logf[k] = logh[k - 1]",
+        (_SH_LEMMA, _SH_DELTA),
+        "the lemma's bound keeps only families of one closed set (j = 1), dropping the (q - 1)^j / j! terms: "
+        "it no longer bounds chi^2 and r may fall below what the stated delta needs",
         (2,),
     ),
     Mutant(

@@ -32,13 +32,45 @@ integer ``tau_i = ceil(B STEP / eps_i)`` and ``STEP = 2^20``, so level ``i`` spe
 ``(eps_i (1 - eps_i / (B STEP)), eps_i]``: the rounding only ever adds noise. Replacing one party's
 distribution by another is the composition of a removal and an addition: ``2 eps``.
 
-**Delta** (the summation's): the analyzer's view is within ``delta`` of a function of the ``m`` noisy sums
-alone when every coordinate is split into
+**Delta** (the summation's; proven here, :func:`split_mix_chi2_bound`). For one coordinate, let ``V_x`` be the
+shuffled vector of the ``n r`` shares of inputs ``x in Z_q^n`` and ``U_s`` the uniform vector of ``Z_q^{n r}``
+with the same sum ``s``. **Lemma:** ``chi^2(V_x || U_s) <= X(n, r, q)`` (the formula in
+:func:`split_mix_chi2_bound`), so ``TV(V_x, U_s) <= sqrt(X) / 2`` whatever ``x``. The ``m`` coordinates' shares
+are independent given the noisy inputs and the view (the multiset of ``(a, w)``) is the ``m`` per-coordinate
+vectors, so the view is within ``eta = m sqrt(X) / 2`` in total variation of ``prod_a U_{s_a}``, a function of
+the noisy sums ``s`` alone, which are ``eps``-DP. Hence ``(eps, (1 + e^eps) eta)``-DP
+(:func:`summation_delta`): ``P[V(D) in A] <= P[U(D) in A] + eta <= e^eps P[U(D') in A] + eta <= e^eps P[V(D')
+in A] + (1 + e^eps) eta``.
 
-    ``r = ceil((2 ln(e^eps + 1) + 2 ln(m / delta) + ln q) / ln n + 1)``
+``r`` is appendix F's choice
 
-shares (appendix F's choice, from Corollary 6 and Lemma 5.2 of [BBGN20]; we take the appendix's parameter
-as stated). The view is then ``(eps, delta)``-DP: :class:`userdp.privacy.ShuffleDP`.
+    ``r_F = ceil((2 ln(e^eps + 1) + 2 ln(m / delta) + ln q) / ln n + 1)``
+
+("as in Corollary 6 and Lemma 5.2 of [BBGN20]", Balle, Bell, Gascón & Nissim, CCS 2020, arXiv 2002.00817;
+that paper's text could not be read here, so nothing rests on it), raised, if needed, to the smallest ``r``
+for which the lemma gives ``(1 + e^eps) m sqrt(X(n, r, q)) / 2 <= delta``. ``r_F`` read as a general statement
+(``r >= (2 sigma + log2 q) / log2 n + 1`` shares make the view ``2^-sigma``-close) is false for small ``q``:
+at ``n = 999``, ``q = 3``, ``r = 3`` it promises ``TV <= 0.0017``, and the exact law of the count of each
+residue gives ``TV = 0.0090`` between the inputs ``0^999`` and ``1^999`` (``r_F = 3`` at ``eps = 0.1``,
+``delta = 0.01``, ``m = 1``); the lemma's bound there is ``0.0106``. At the paper's setting (``n = 50``,
+``eps = 5``, ``delta = 1e-5``, 320 x 240, ``B = 256``) ``r = r_F = 19``, where the lemma proves ``delta = 2.3e-9``
+(16 shares would prove ``1e-5``); it raises ``r`` near the border, e.g. ``n = 1000``, ``eps = 1``, ``delta =
+1e-6``, ``B = 4`` on 2 x 2 cells: ``r_F = 7`` proves only ``1.19e-6``, so ``r = 8``.
+
+*Proof of the lemma.* (1) ``V_x(y) = q^{-n(r-1)} N_x(y) / |A|`` with ``|A| = (n r)! / (r!)^n`` assignments of
+positions to parties and ``N_x(y)`` those whose blocks sum to ``x``; ``U_s(y) = q^{-(n r - 1)}``, so ``V_x / U_s
+= q^{n-1} N_x / |A|``. (2) ``chi^2 + 1 = q^{2(n-1)} E_U[N_x^2] / |A|^2``; for two assignments ``A, A'`` the
+``2n`` block sums are a map ``Z_q^{n r} -> Z_q^{2n}`` whose matrix is the incidence matrix of the bipartite
+graph of blocks (``A_i ~ A'_j`` when they share a position), totally unimodular, so its image has exactly
+``q^{2n - c}`` elements (``c`` the graph's components) for any modulus, and ``P_U[both hold] <= q^{-(2n - c -
+1)}``: ``chi^2 + 1 <= E[q^{c-1}]`` over a uniform partition ``A'``. (3) ``q^{c-1} = sum over sets T of
+components not containing block 1 of (q - 1)^|T| <= sum_j (q - 1)^j N_j`` with ``N_j`` the families of ``j``
+disjoint non-empty sets of ``A``-blocks avoiding block 1, each *closed* (its positions a union of
+``A'``-blocks); ``E[N_j] = (1/j!) sum_{s_1..s_j} (n-1)! / (prod s_t! (n-1-S)!) prod T(s_t) T(n-S) / T(n)``
+(``S = sum s_t``, ``T(k) = (k r)! / ((r!)^k k!)`` partitions into blocks), and summing over ``j`` gives the
+exponential in ``X``. (4) ``TV <= sqrt(chi^2) / 2`` (Cauchy-Schwarz). Audited exactly: on every input of
+small instances the enumerated ``chi^2`` is at most ``X`` (equal at ``n = 2``), and ``X`` is recomputed with
+exact rationals in the tests.
 
 Where the appendix is ambiguous or wrong, and what is done here
 --------------------------------------------------------------
@@ -81,6 +113,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import gammaln, logsumexp
 
 from ..errors import DataError, ParameterError
 from ..noise import RngLike, polya, resolve_rng
@@ -91,7 +124,11 @@ from .sparse import _measure, _pyramid, level_budgets, pad_square, padded_levels
 
 __all__ = [
     "STEP",
+    "MAX_PARTIES",
     "ShufflePlan",
+    "split_shares",
+    "split_mix_chi2_bound",
+    "summation_delta",
     "shuffle_plan",
     "user_pyramid",
     "noise_shares",
@@ -113,7 +150,8 @@ class ShufflePlan:
 
     ``cells[i]``: the measured level-``i`` cells holding a real cell (``(k, 2)`` rows and columns, row-major);
     coordinate ``offsets[i] + k`` is the ``k``-th of them. ``taus[i]``: level ``i``'s noise ratio is
-    ``exp(-STEP / taus[i])``. ``headroom``: ``h``; ``modulus``: ``q = B n + 2 h + 1``."""
+    ``exp(-STEP / taus[i])``. ``headroom``: ``h``; ``modulus``: ``q = B n + 2 h + 1``; ``shares``: ``r``, appendix
+    F's or the smallest that the lemma proves for ``delta`` if that is larger."""
 
     shape: tuple[int, int]
     parties: int
@@ -133,6 +171,8 @@ class ShufflePlan:
     modulus: int
     shares: int
     bits_per_message: int
+    summation_delta: float
+    """What the lemma proves at ``shares`` (:func:`summation_delta`), at most ``delta``."""
 
     @property
     def messages_per_user(self) -> int:
@@ -163,10 +203,56 @@ def _bits(x: int) -> int:
 
 
 def split_shares(epsilon: float, delta: float, m: int, q: int, n: int) -> int:
-    """``r = ceil((2 ln(e^eps + 1) + 2 ln(m / delta) + ln q) / ln n + 1)`` (appendix F; [BBGN20] Corollary 6
-    and Lemma 5.2): the shares per coordinate for the summation's ``delta``."""
+    """Appendix F's ``r_F = ceil((2 ln(e^eps + 1) + 2 ln(m / delta) + ln q) / ln n + 1)`` (citing [BBGN20]
+    Corollary 6 and Lemma 5.2): the floor of the shares per coordinate. Not a proof of ``delta`` by itself
+    (see the module's docstring): :func:`shuffle_plan` raises it until :func:`summation_delta` meets
+    ``delta``."""
     lse = epsilon + math.log1p(math.exp(-epsilon))  # ln(e^eps + 1) without overflow
     return math.ceil((2 * lse + 2 * math.log(m / delta) + math.log(q)) / math.log(n) + 1)
+
+
+MAX_PARTIES = 2**14
+"""The lemma's bound costs ``O(n^2)`` (about 3 s at ``n = 2^14``)."""
+
+BOUND_MARGIN = 1e-6
+"""Relative margin on the floating-point evaluation of the lemma's bound (its rounding error is below 1e-9)."""
+
+
+def _log_partitions(k: np.ndarray, r: int) -> np.ndarray:
+    """``ln T(k)``, ``T(k) = (k r)! / ((r!)^k k!)``: the partitions of ``k r`` positions into ``k`` blocks of
+    ``r``."""
+    k = np.asarray(k, dtype=np.float64)
+    return gammaln(k * r + 1) - k * gammaln(r + 1) - gammaln(k + 1)
+
+
+def split_mix_chi2_bound(n: int, r: int, q: int) -> float:
+    """``X(n, r, q)``: the lemma's bound on ``chi^2(V_x || U_s)`` for one coordinate of split-and-mix (``n``
+    parties, ``r`` shares each in ``Z_q``; proof in the module's docstring):
+
+        ``X = sum_{S=1}^{n-1} w_S [t^S] (exp((q - 1) G(t)) - 1)``,
+        ``G(t) = sum_{s>=1} T(s) / s! t^s``,  ``w_S = (n-1)! / (n-1-S)! T(n - S) / T(n)``,
+
+    ``T(k) = (k r)! / ((r!)^k k!)``. Evaluated in log space (all terms are positive) with the recurrence
+    ``f_k = (1/k) sum_{i=1}^k i h_i f_{k-i}`` of ``exp(H)``, ``H = (q - 1) G``; ``O(n^2)``."""
+    n, r, q = int(n), int(r), int(q)
+    if n < 2 or r < 1 or q < 2:
+        raise ParameterError("the split-and-mix bound needs n >= 2, r >= 1 and q >= 2")
+    S = np.arange(1, n)
+    logh = math.log(q - 1) + _log_partitions(S, r) - gammaln(S + 1)  # h_s = (q - 1) T(s) / s!
+    logf = np.full(n, -np.inf)
+    logf[0] = 0.0
+    logi = np.log(S.astype(np.float64))
+    for k in range(1, n):
+        logf[k] = logsumexp(logi[:k] + logh[:k] + logf[k - 1 :: -1][:k]) - math.log(k)
+    logw = gammaln(n) - gammaln(n - S) + _log_partitions(n - S, r) - _log_partitions(np.array([n]), r)[0]
+    return float(math.exp(min(logsumexp(logw + logf[1:]), 700.0)) * (1 + BOUND_MARGIN))
+
+
+def summation_delta(epsilon: float, m: int, n: int, r: int, q: int) -> float:
+    """The ``delta`` proven for ``m`` coordinates of split-and-mix on ``eps``-DP noisy sums:
+    ``(1 + e^eps) m sqrt(X(n, r, q)) / 2`` (module docstring; capped at 1)."""
+    eta = m * math.sqrt(split_mix_chi2_bound(n, r, q)) / 2
+    return min(1.0, (1 + math.exp(min(epsilon, 700.0))) * eta)
 
 
 def shuffle_plan(
@@ -186,7 +272,8 @@ def shuffle_plan(
     scaling:
         ``B``, an integer in ``[1, 2^20]``.
     delta:
-        The summation's ``delta`` in ``(0, 1)``: sets the shares per coordinate ``r``.
+        The summation's ``delta`` in ``(0, 1)``: sets the shares per coordinate ``r`` (appendix F's, raised
+        until :func:`summation_delta` is at most ``delta``).
     wrap_probability:
         ``beta``: the chance, per coordinate, that the noise leaves the modulus' headroom (a utility knob).
     """
@@ -199,8 +286,8 @@ def shuffle_plan(
     n = int(parties)
     if n != parties or n < 2:
         raise ParameterError(f"the shuffle protocol needs at least 2 parties, got {parties!r}")
-    if n > 2**20:
-        raise ParameterError("at most 2^20 parties (the Polya shape 1/n)")
+    if n > MAX_PARTIES:
+        raise ParameterError(f"at most {MAX_PARTIES} parties (the summation's delta is proven in O(n^2))")
     B = scaling
     if isinstance(B, bool) or not isinstance(B, (int, np.integer)) or not 1 <= int(B) <= MAX_SCALING:
         raise ParameterError(f"the scaling factor B must be an integer in [1, 2^20], got {scaling!r}")
@@ -228,9 +315,13 @@ def shuffle_plan(
     h = math.ceil(math.log(1 / beta) / rate)
     q = B * n + 2 * h + 1
     r = split_shares(float(epsilon), delta, m, q, n)
+    proven = summation_delta(float(epsilon), m, n, r, q)
+    while proven > delta:  # the appendix's r is not enough: the smallest r the lemma proves
+        r += 1
+        proven = summation_delta(float(epsilon), m, n, r, q)
     return ShufflePlan(
         (H, W), n, B, float(epsilon), delta, int(w), float(gamma), L, first, budgets, taus, cells, offsets, m, h,
-        q, r, _bits(m * q),
+        q, r, _bits(m * q), proven,
     )
 
 
@@ -418,6 +509,8 @@ def shuffle_sparse_emd_agg(
             "modulus": plan.modulus,
             "headroom": plan.headroom,
             "shares": plan.shares,
+            "appendix_shares": split_shares(plan.epsilon, plan.delta, plan.coordinates, plan.modulus, plan.parties),
+            "summation_delta": plan.summation_delta,
             "coordinates": plan.coordinates,
             "simulate": simulate,
         },

@@ -196,9 +196,10 @@ class ShuffleDP(ApproxDP):
     appendix F).
 
     ``epsilon`` is that of the central mechanism the sums simulate (the distributed noise adds up to its
-    discrete Laplace noise exactly); ``delta`` is what the split-and-mix summation adds (the analyzer's view
-    is within ``delta`` of a function of the noisy sums alone). Composes and is charged as :class:`ApproxDP`
-    with the same neighbour relation."""
+    discrete Laplace noise exactly); ``delta`` is what the split-and-mix summation adds: the analyzer's view
+    is within ``delta / (1 + e^epsilon)`` in total variation of a function of the noisy sums alone (the bound
+    proven in :mod:`userdp.heatmaps.shuffle`, summed over the ``coordinates``). Composes and is charged as
+    :class:`ApproxDP` with the same neighbour relation."""
 
     parties: int = 0
     messages_per_coordinate: int = 0
