@@ -246,7 +246,18 @@ def _check_file_source_block(env) -> None:  # "2 rows; columns user, lat, lon, v
     assert env["rel"].guarantee == same.guarantee and env["rel"].params["method"] == same.params["method"]
 
 
+def _check_shuffle_block(env) -> None:
+    from userdp.privacy import ShuffleDP
+
+    g, rel = env["g"], env["rel"]
+    assert isinstance(g, ShuffleDP) and (g.epsilon, g.delta, g.parties, g.scaling) == (5.0, 1e-5, 20, 16)
+    assert rel.value.shape == (24, 32) and rel.params["simulate"] == "messages"  # the default: every message
+    assert env["sent"]["messages_per_user"] == g.messages_per_coordinate * g.coordinates
+    assert round(env["mb"], 1) == 8.3
+
+
 BLOCK_CHECKS: dict[str, Callable] = {
+    "rel = shuffle_sparse_emd_agg(users,": _check_shuffle_block,
     "s = Session(PureDP(1.5, neighbours=Neighbours.REPLACE_USER))": _check_session,
     "g = person_element_graph(amazon_fashion())": _check_person_element_graph,
     "paper = dp_sparse_emd_agg(s, epsilon=1.0)": _check_heatmap_block,

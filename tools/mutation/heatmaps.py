@@ -15,6 +15,15 @@ _AUTO = "tests/heatmaps/test_auto.py"
 _BASE = "tests/heatmaps/test_published_baselines.py"
 _REL = "tests/releases/test_heatmap.py"
 _PLAN = "tests/plan/test_heatmap.py"
+_SH = "tests/heatmaps/test_shuffle.py"
+_SH_SHARES = f"{_SH}::test_party_noise_shares_add_up_to_the_discrete_laplace_30_percent_off_rejected"
+_SH_LAW = f"{_SH}::test_the_default_protocol_draws_the_exact_law_and_a_30_percent_off_scale_is_rejected"
+_SH_AGG = f"{_SH}::test_the_aggregate_simulation_draws_the_same_law"
+_SH_MSG = f"{_SH}::test_messages_are_r_shares_per_coordinate_that_sum_to_the_noisy_value"
+_SH_COMM = f"{_SH}::test_communication_on_the_papers_setup"
+_POLYA = f"{_SH}::test_polya_draws_follow_the_law_and_a_30_percent_off_scale_is_rejected"
+_SH_LEMMA = f"{_SH}::test_split_mix_lemma_holds_on_the_exact_law_of_the_view"
+_SH_DELTA = f"{_SH}::test_the_plans_shares_meet_the_stated_delta_by_the_lemma"
 
 _SPARSE_LAWS = f"{_HM}::test_sparse_release_draws_every_level_from_the_papers_law_and_keeps_the_noisy_top_w"
 _AUTO_LAWS = f"{_AUTO}::test_default_auto_draws_its_count_and_map_from_the_stated_laws"
@@ -366,5 +375,146 @@ MUTANTS: list[Mutant] = [
         (f"{_PLAN}::test_synthetic_users_are_distributions_of_mass_one",),
         "the plan simulates users weighing their number of points: it predicts errors about 37 times too small "
         "on the Foursquare sizes",
+    ),
+    # -- the shuffle-model protocol (appendix F) ------------------------------------------------------------
+    Mutant(
+        "shuffle-one-polya-share-per-party",
+        "noise-scale",
+        "heatmaps/shuffle.py",
+        "out[o : o + k] = x - y",
+        "out[o : o + k] = x",
+        (_SH_SHARES, _SH_LAW),
+        "the appendix's literal reading: one Polya(1/n) share per party adds up to a one-sided geometric, never "
+        "below the true sum, and the privacy loss is unbounded (about 40 eps on the tiny audit)",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-polya-shape-one",
+        "noise-scale",
+        "heatmaps/shuffle.py",
+        "x = polya(1, plan.parties, plan.taus[i], k, src, step=STEP)",
+        "x = polya(1, 1, plan.taus[i], k, src, step=STEP)",
+        (_SH_SHARES, _SH_LAW),
+        "each party's positive share has shape 1 instead of 1/n: the summed noise is no longer the discrete "
+        "Laplace (n times the geometric part), and its law is not the one the guarantee was computed for",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-ratio-without-scaling",
+        "noise-scale",
+        "heatmaps/shuffle.py",
+        "taus = {i: math.ceil(B * STEP / e) for i, e in budgets.items()}",
+        "taus = {i: math.ceil(STEP / e) for i, e in budgets.items()}",
+        (_SH_SHARES, _SH_LAW, _SH_MSG),
+        "the appendix's Polya(1/n, e^{-eps_i}): the coordinates are scaled by B, so the noise is B times too "
+        "small and the protocol is B eps-DP",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-rounds-up",
+        "sensitivity",
+        "heatmaps/shuffle.py",
+        "return np.floor(plan.scaling * y).astype(np.int64)",
+        "return np.ceil(plan.scaling * y).astype(np.int64)",
+        (_SH_LAW,),
+        "ceil(B y) sums to more than B on a spread-out user (up to B + the number of cells), so one user moves "
+        "a level by more than the sensitivity the noise is calibrated for",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-last-share-without-noise",
+        "noise-scale",
+        "heatmaps/shuffle.py",
+        "z = scaled_round(user_pyramid(p, plan), plan) + noise_shares(plan, src)",
+        "z = scaled_round(user_pyramid(p, plan), plan)",
+        (_SH_LAW,),
+        "the appendix's w^r = z^j - w^1 - ... (without the noise): the analyzer recovers the exact sums",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-aggregate-one-sided",
+        "noise-scale",
+        "heatmaps/shuffle.py",
+        "noise[o : o + k] = polya(1, 1, t, k, rng, step=STEP) - polya(1, 1, t, k, rng, step=STEP)",
+        "noise[o : o + k] = polya(1, 1, t, k, rng, step=STEP)",
+        (_SH_AGG,),
+        "the aggregate simulation draws one geometric instead of the difference of two: it no longer has the "
+        "protocol's law, and the experiments would report a different mechanism",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-modulus-without-headroom",
+        "threshold",
+        "heatmaps/shuffle.py",
+        "q = B * n + 2 * h + 1",
+        "q = B * n",
+        (_SH_MSG, _SH_LAW),
+        "the appendix's q = B n: a sum of B n wraps to 0 and an empty cell with negative noise decodes to about "
+        "B n, the largest count, which the top-w selection then keeps",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-decode-never-negative",
+        "threshold",
+        "heatmaps/shuffle.py",
+        "return np.where(v >= plan.modulus - plan.headroom, v - plan.modulus, v)",
+        "return np.where(v >= plan.modulus, v - plan.modulus, v)",
+        (_SH_LAW,),
+        "negative noisy sums decode to about q: every empty cell with negative noise looks like the densest",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-too-few-shares",
+        "threshold",
+        "heatmaps/shuffle.py",
+        "return math.ceil((2 * lse + 2 * math.log(m / delta) + math.log(q)) / math.log(n) + 1)",
+        "return math.ceil((2 * lse + math.log(m / delta) + math.log(q)) / math.log(n) + 1)",
+        (_SH_MSG, _SH_COMM),
+        "fewer shares per coordinate than appendix F's r: the summation's delta is no longer the one stated",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-delta-one-coordinate",
+        "threshold",
+        "heatmaps/shuffle.py",
+        "eta = m * math.sqrt(split_mix_chi2_bound(n, r, q)) / 2",
+        "eta = math.sqrt(split_mix_chi2_bound(n, r, q)) / 2",
+        (_SH_DELTA,),
+        "the summation's delta counts one coordinate instead of the m a user sends: the view's distance to the "
+        "noisy sums is up to m times the stated delta (m = 102,406 at 320 x 240)",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-delta-without-e-eps",
+        "threshold",
+        "heatmaps/shuffle.py",
+        "return min(1.0, (1 + math.exp(min(epsilon, 700.0))) * eta)",
+        "return min(1.0, eta)",
+        (_SH_DELTA,),
+        "delta taken as the view's total variation distance, without the (1 + e^eps) of the DP argument: at "
+        "eps = 5 the stated delta is 149 times too small",
+        (2,),
+    ),
+    Mutant(
+        "shuffle-lemma-bound-one-closed-set",
+        "threshold",
+        "heatmaps/shuffle.py",
+        "logf[k] = logsumexp(logi[:k] + logh[:k] + logf[k - 1 :: -1][:k]) - math.log(k)",
+        "logf[k] = logh[k - 1]",
+        (_SH_LEMMA, _SH_DELTA),
+        "the lemma's bound keeps only families of one closed set (j = 1), dropping the (q - 1)^j / j! terms: "
+        "it no longer bounds chi^2 and r may fall below what the stated delta needs",
+        (2,),
+    ),
+    Mutant(
+        "polya-urn-increment",
+        "sampler",
+        "noise/kernels.py",
+        "if _below(words, st, d * (k + 1)) < a + d * x:",
+        "if _below(words, st, d * (k + 1)) < a + x:",
+        (_POLYA,),
+        "the urn grows by 1 instead of d per ball: the draws are not Polya(a/d) and n parties' shares no longer "
+        "add up to the discrete Laplace",
+        (2,),
     ),
 ]

@@ -7,6 +7,7 @@ from .baselines import dense_emd_agg, dense_resolution, emd_projection_nonnegati
 from .hierarchy import hierarchical_heatmap
 from .privtree import privtree_emd_heatmap, privtree_heatmap, tree_emd_projection
 from .quality import all_metrics, gaussian_heatmap, heatmap_emd, kl_divergence, pearson_cc, similarity
+from .shuffle import shuffle_plan, shuffle_sparse_emd_agg
 from .sparse import dp_sparse_emd_agg, level_budgets, pyramid_level, reconstruct
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "pearson_cc",
     "pyramid_level",
     "reconstruct",
+    "shuffle_plan",
+    "shuffle_sparse_emd_agg",
     "similarity",
     "user_grid_sum",
 ]

@@ -157,17 +157,25 @@ def _pyramid(f: np.ndarray, L: int) -> dict[int, np.ndarray]:
 
 
 def _measure(
-    s: np.ndarray, L: int, budgets: dict[int, float], w: int, rng, real: np.ndarray | None = None
+    s: np.ndarray,
+    L: int,
+    budgets: dict[int, float],
+    w: int,
+    rng,
+    real: np.ndarray | None = None,
+    noisy_sums: dict[int, np.ndarray] | None = None,
 ) -> SparseLevels:
     """Algorithm 1 lines 4-7 with lazy noise, and Algorithm 2 lines 3-7 (top-w children).
 
     With a ``real`` mask (a rectangular grid padded to the enclosing square), cells made only of padding are
     publicly empty: they are never measured nor kept (their sum is 0 on every input, so leaving them out
-    reveals nothing)."""
+    reveals nothing). ``noisy_sums`` (level -> ``2^i x 2^i`` array of already noisy cell sums ``P_i s + nu_i``,
+    as the shuffle-model analyzer recovers them, :mod:`.shuffle`) replaces the lazy noise: ``s`` is then not
+    read."""
     kept: dict[int, np.ndarray] = {}
     values: dict[int, np.ndarray] = {}
     left_out: dict[int, np.ndarray] = {}
-    pyramid = _pyramid(s, L)
+    pyramid = _pyramid(s, L) if noisy_sums is None else None
     reals = _pyramid(real.astype(np.int64), L) if real is not None else None
     cells = np.zeros((1, 2), dtype=np.int64)  # S_0: the root
     for i in range(0, L + 1):
@@ -175,8 +183,10 @@ def _measure(
             cells = _children(kept[i - 1])
         if reals is not None:
             cells = cells[reals[i][cells[:, 0], cells[:, 1]] > 0]
-        sums = pyramid[i][cells[:, 0], cells[:, 1]]
-        if i in budgets:
+        if noisy_sums is not None:
+            noisy = noisy_sums[i][cells[:, 0], cells[:, 1]] / 2.0**i if i in budgets else None
+        elif i in budgets:
+            sums = pyramid[i][cells[:, 0], cells[:, 1]]
             # calibrated for the whole level (4^i cells, l1 sensitivity 1), drawn for the cells read here
             noisy = add_laplace(sums, calibrate_laplace(1.0, budgets[i], dim=4**i), rng) / 2.0**i
         else:

@@ -2,7 +2,7 @@
 
 * :mod:`.sources` -- :class:`RandomSource` (the OS CSPRNG by default) and :func:`resolve_rng`;
 * :mod:`.kernels` -- the numba kernels of the exact samplers;
-* :mod:`.samplers` -- exact integer noise (discrete Laplace, discrete Gaussian, randomized rounding);
+* :mod:`.samplers` -- exact integer noise (discrete Laplace, discrete Gaussian, Polya shares, randomized rounding);
 * :mod:`.mechanisms` -- Laplace and Gaussian noise on a lattice, their calibrations and accounting;
 * :mod:`.knorm` -- lattice K-norm noise (l1, and the exact l2 law :class:`L2LatticeLaw`);
 * :mod:`.selection` -- the exponential mechanism, permute-and-flip, sampling from cumulative tables;
@@ -96,7 +96,7 @@ from .mechanisms import (
     metric_gaussian_sup_delta,
     zcdp_delta,
 )
-from .samplers import discrete_gaussian, discrete_laplace, randomized_round
+from .samplers import discrete_gaussian, discrete_laplace, polya, randomized_round
 from .selection import (
     bernoulli_exp,
     exponential_mechanism,
@@ -113,6 +113,7 @@ __all__ = [
     "seeded",
     "discrete_laplace",
     "discrete_gaussian",
+    "polya",
     "randomized_round",
     "LaplaceCalibration",
     "GaussianCalibration",

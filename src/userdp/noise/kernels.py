@@ -255,6 +255,36 @@ def _dlap_batch(words, start, stop, out, t):
 
 
 @njit(cache=True, nogil=True)
+def _polya_batch(words, start, stop, out, a, d, tau, K):
+    """Exact ``Polya(a/d, exp(-K/tau))`` (negative binomial of shape ``a/d``, ``0 < a <= d``): ``P(x) ∝
+    Gamma(x + a/d) / x! exp(-x K / tau)``. ``G = floor(X / K)`` with ``X = U + tau V`` exactly geometric
+    (``P(X) ∝ exp(-X / tau)``, CKS Algorithm 2's magnitude step) is geometric of ratio ``exp(-K / tau)``, i.e.
+    ``Polya(1, exp(-K/tau))``; its ``G`` balls then go one by one through a Polya urn holding weights
+    ``(a, d - a)`` that grows by ``d`` per ball (ball ``k`` joins the first colour with probability
+    ``(a + d x) / (d (k + 1))``, ``x`` the balls it holds, an exact rational Bernoulli). The first colour's
+    count is Dirichlet-multinomial, and a ``Polya(1)`` total split that way gives independent ``Polya(a/d)``
+    and ``Polya(1 - a/d)`` parts: the output is exactly ``Polya(a/d, exp(-K/tau))``. Cost ``O(1 + G)``."""
+    st = np.zeros(2, np.int64)
+    for i in range(start, stop):
+        pos = st[0]
+        u, v = _geometric_call(words, st, tau)
+        if st[1] != 0:
+            return i, pos
+        g = (u + tau * v) // K
+        x = np.int64(0)
+        if a < d:
+            for k in range(g):
+                if _below(words, st, d * (k + 1)) < a + d * x:
+                    x += 1
+                if st[1] != 0:
+                    return i, pos
+        else:
+            x = g
+        out[i] = x
+    return stop, st[0]
+
+
+@njit(cache=True, nogil=True)
 def _dgauss_batch(words, start, stop, out, S, t, ymax):
     st = np.zeros(2, np.int64)
     for i in range(start, stop):

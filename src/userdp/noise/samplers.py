@@ -1,4 +1,5 @@
-"""Exact integer noise: discrete Laplace, discrete Gaussian, and the exact randomized rounding of a float."""
+"""Exact integer noise: discrete Laplace, discrete Gaussian, Polya (negative binomial) shares, and the exact
+randomized rounding of a float."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 
 from ..errors import DataError, ParameterError
-from .kernels import _dgauss_batch, _dgauss_sq_batch, _dlap_batch, _dyadic_batch
+from .kernels import _dgauss_batch, _dgauss_sq_batch, _dlap_batch, _dyadic_batch, _polya_batch
 from .sources import RngLike, resolve_rng
 
 # --------------------------------------------------------------------------------------------
@@ -38,6 +39,43 @@ def discrete_laplace(t: int, size: int | tuple[int, ...], rng: RngLike = None) -
     src = resolve_rng(rng)
     out = np.empty(_shape(size), dtype=np.int64)
     src._fill(_dlap_batch, out.reshape(-1), _DLAP_WORDS, np.int64(t))
+    return out
+
+
+def polya(
+    shape_num: int, shape_den: int, tau: int, size: int | tuple[int, ...], rng: RngLike = None, step: int = 1
+) -> np.ndarray:
+    """Exact samples of ``Polya(r, alpha)`` (the negative binomial of real shape ``r = shape_num / shape_den``
+    and ratio ``alpha = exp(-step / tau)``): ``P(x) = Gamma(x + r) / (x! Gamma(r)) (1 - alpha)^r alpha^x``.
+
+    ``Polya(1, alpha)`` is the geometric law, and the sum of independent ``Polya(r_j, alpha)`` is
+    ``Polya(sum r_j, alpha)``: ``n`` draws of ``Polya(1/n, alpha)`` add up to one geometric, and the
+    difference of two such sums is the discrete Laplace ``P(x) ∝ alpha^|x|`` (Balle, Bell, Gascón & Nissim,
+    CCS 2020; Goryczka & Xiong). Used by the shuffle-model heatmaps (:mod:`userdp.heatmaps.shuffle`).
+
+    The sampler (no floating point decides anything): an exact geometric ``G`` of ratio ``alpha`` (CKS
+    Algorithm 2's magnitude step at integer scale ``tau``, divided by ``step`` with the floor), whose ``G``
+    units are then split by a Polya urn with integer weights ``(shape_num, shape_den - shape_num)`` growing by
+    ``shape_den`` per unit; the first colour's count is exactly ``Polya(r, alpha)`` (the Dirichlet-multinomial
+    split of a ``Polya(1)`` total into independent ``Polya(r)`` and ``Polya(1 - r)`` parts). Expected cost
+    ``O(1 + alpha / (1 - alpha))`` words per draw (about ``tau / step``); ``r = 1`` costs ``O(1)``.
+
+    Parameters
+    ----------
+    shape_num, shape_den:
+        The shape ``r = shape_num / shape_den`` with ``1 <= shape_num <= shape_den <= 2**20``.
+    tau, step:
+        Integers ``1 <= step``, ``1 <= tau <= 2**52``: the ratio is ``exp(-step / tau)``.
+    """
+    a, d, t, k = int(shape_num), int(shape_den), int(tau), int(step)
+    if not 1 <= a <= d <= 2**20:
+        raise ParameterError(f"Polya shape must be a/d with 1 <= a <= d <= 2**20, got {a}/{d}")
+    if not (1 <= t <= 2**52 and 1 <= k <= 2**52):
+        raise ParameterError(f"Polya ratio exp(-step/tau) needs integers 1 <= step, tau <= 2**52, got {k}/{t}")
+    src = resolve_rng(rng)
+    out = np.empty(_shape(size), dtype=np.int64)
+    per_item = _DLAP_WORDS + (0 if a == d else min(2 * (t // k) + 2, 1 << 20))
+    src._fill(_polya_batch, out.reshape(-1), per_item, np.int64(a), np.int64(d), np.int64(t), np.int64(k))
     return out
 
 

@@ -33,6 +33,7 @@ from .guarantees import (
     ItemMetricDP,
     Neighbours,
     PureDP,
+    ShuffleDP,
     convert_to_budget,
     guarantee_kind,
 )
@@ -45,7 +46,7 @@ tight total, so format 2's readers (which replay it by basic composition) must n
 are read: their entries were charged by basic composition, which the tight total never exceeds."""
 
 _KINDS: dict[str, type] = {
-    c.__name__: c for c in (PureDP, ApproxDP, ItemMetricDP, EMDMetricDP, DiscreteEMDDP, ZCDP)
+    c.__name__: c for c in (PureDP, ApproxDP, ShuffleDP, ItemMetricDP, EMDMetricDP, DiscreteEMDDP, ZCDP)
 }
 
 

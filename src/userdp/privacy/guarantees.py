@@ -37,6 +37,7 @@ __all__ = [
     "Guarantee",
     "PureDP",
     "ApproxDP",
+    "ShuffleDP",
     "ItemMetricDP",
     "EMDMetricDP",
     "DiscreteEMDDP",
@@ -186,6 +187,35 @@ class PureDP(ApproxDP):
 
     def __repr__(self) -> str:
         return f"PureDP(epsilon={self.epsilon!r}, neighbours={self.neighbours.name})"
+
+
+@dataclass(frozen=True)
+class ShuffleDP(ApproxDP):
+    """``(epsilon, delta)``-DP of the *analyzer's view* in the shuffle model: ``parties`` users each send
+    ``messages_per_coordinate`` shares in ``Z_modulus`` of every one of ``coordinates`` integer coordinates
+    (values scaled by ``scaling``), a trusted shuffler permutes all messages, and the guarantee holds for the
+    multiset the analyzer receives (Balle, Bell, Gascón & Nissim, CCS 2020; Ghazi et al., AAAI 2023,
+    appendix F).
+
+    ``epsilon`` is that of the central mechanism the sums simulate (the distributed noise adds up to its
+    discrete Laplace noise exactly); ``delta`` is what the split-and-mix summation adds: the analyzer's view
+    is within ``delta / (1 + e^epsilon)`` in total variation of a function of the noisy sums alone (the bound
+    proven in :mod:`userdp.heatmaps.shuffle`, summed over the ``coordinates``). Composes and is charged as
+    :class:`ApproxDP` with the same neighbour relation."""
+
+    parties: int = 0
+    messages_per_coordinate: int = 0
+    modulus: int = 0
+    coordinates: int = 0
+    scaling: int = 0
+
+    def describe(self) -> str:
+        return (
+            f"({self.epsilon:.4g}, {self.delta:.3g})-DP for {self.neighbours.value} in the shuffle model: the "
+            f"analyzer's view of the shuffled messages ({self.parties} parties, {self.messages_per_coordinate} "
+            f"shares in Z_{self.modulus} per coordinate, {self.coordinates} coordinates, scaling "
+            f"{self.scaling}) changes by at most a factor e^{self.epsilon:.4g} plus {self.delta:.3g}"
+        )
 
 
 @dataclass(frozen=True)
