@@ -2,9 +2,11 @@
 
 Setup (appendix F, "Empirical Results"): n = 50 users, epsilon = 5, delta = 1e-5, a 320 x 240 grid, the
 scaling factor B from 1 to 1024, and B = infinity for the central algorithm (:func:`dp_sparse_emd_agg`, no
-rounding). The paper ran on SALICON (appendix E.2), which userdp does not ship: the stand-in is the paper's
-own section 4 construction on Foursquare NYC (:mod:`heatmaps_paper`): each run samples 50 users of one of the
-four largest cell-months and snaps their check-ins to a 240-row x 320-column sub-grid of the cell.
+rounding). The paper ran on SALICON (appendix E.2): ``fig13`` runs on the 10-image SALICON sample (read from
+``../shared/datasets``, non-commercial, experiments only; run ``r`` samples 50 workers of image ``r mod 10``),
+or with ``--data foursquare`` on a stand-in, the paper's own section 4 construction on Foursquare NYC
+(:mod:`heatmaps_paper`): each run samples 50 users of one of the four largest cell-months and snaps their
+check-ins to a 240-row x 320-column sub-grid of the cell (``results/heatmaps_shuffle_fig13_foursquare.*``).
 
 * ``fig12``: communication per user against B (independent of the data: only the grid size enters ``m``):
   messages ``r m`` and bits ``r m ceil(log2(m q))``, with userdp's modulus ``q = B n + 2h + 1`` (room for the
@@ -119,13 +121,34 @@ def metrics(truth: np.ndarray, est: np.ndarray) -> dict[str, float]:
             "EMD": heatmap_emd(_pool2(truth), _pool2(h))}
 
 
-def fig13(runs: int) -> pd.DataFrame:
-    cms = cell_months(N)[:4]
+def salicon_grids(image: dict, n: int, gen: np.random.Generator) -> np.ndarray:
+    """``(n, 240, 320)``: ``n`` sampled workers of a SALICON image, each worker's fixations as a distribution
+    (the loading of :mod:`heatmaps_salicon`)."""
+    workers = image["workers"]
+    pick = gen.choice(sorted(workers), size=n, replace=False)
+    out = np.zeros((n, ROWS, COLS))
+    for k, w in enumerate(pick):
+        c = workers[w]
+        np.add.at(out[k], (c[:, 0], c[:, 1]), 1.0 / len(c))
+    return out
+
+
+def fig13(runs: int, data: str = "salicon") -> pd.DataFrame:
+    """Figure 13 on SALICON (the paper's data; run ``r`` samples 50 workers of image ``r mod 10``) or on the
+    Foursquare stand-in (``data="foursquare"``: the four largest cell-months)."""
+    if data == "salicon":
+        from heatmaps_salicon import load_images
+
+        units = load_images()
+    else:
+        units = cell_months(N)[:4]
     rows = []
     t0 = time.time()
     for run in range(runs):
-        cm = cms[run % len(cms)]
-        U = user_grids(cm, N, ROWS, COLS, np.random.default_rng(1000 + run))
+        cm = units[run % len(units)]
+        gen = np.random.default_rng(1000 + run)
+        U = salicon_grids(cm, N, gen) if data == "salicon" else user_grids(cm, N, ROWS, COLS, gen)
+        cm = {"name": f"image {cm['image']}"} if data == "salicon" else cm
         s = U.sum(axis=0)
         truth = gaussian_heatmap(s / s.sum(), SIGMA)
         seed = 7000 + run
@@ -145,12 +168,13 @@ def fig13(runs: int) -> pd.DataFrame:
             row[k], row[f"{k}_ci95"] = ci95(g[k].to_numpy())
         summary.append(row)
     df = pd.DataFrame(summary)
-    df.to_csv(OUT / "heatmaps_shuffle_fig13.csv", index=False)
-    plot13(df)
+    stem = "heatmaps_shuffle_fig13" + ("" if data == "salicon" else "_foursquare")
+    df.to_csv(OUT / f"{stem}.csv", index=False)
+    plot13(df, stem, "SALICON (10-image sample)" if data == "salicon" else "Foursquare NYC stand-in")
     return df
 
 
-def plot13(df: pd.DataFrame) -> None:
+def plot13(df: pd.DataFrame, stem: str, label: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,10 +192,10 @@ def plot13(df: pd.DataFrame) -> None:
         ax.set(xlabel="B", title=k + (" (higher is better)" if k in ("SIM", "CC") else " (lower is better)"))
         ax.grid(alpha=0.3)
     axes[0].legend()
-    fig.suptitle(f"Shuffle-model DP heatmaps against B: Foursquare NYC stand-in for SALICON, {COLS} x {ROWS}, "
+    fig.suptitle(f"Shuffle-model DP heatmaps against B: {label}, {COLS} x {ROWS}, "
                  f"n = {N}, ε = {EPS:g}, δ = {DELTA:g}, {int(df.runs.iloc[0])} runs, 95% intervals")
     fig.tight_layout()
-    fig.savefig(OUT / "heatmaps_shuffle_fig13.png", dpi=120)
+    fig.savefig(OUT / f"{stem}.png", dpi=120)
     plt.close(fig)
 
 
@@ -202,13 +226,15 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--figures", default="fig12,fig13,crosscheck")
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--data", choices=("salicon", "foursquare"), default="salicon",
+                    help="fig13's data: the SALICON sample (the paper's) or the Foursquare stand-in")
     a = ap.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     figs = a.figures.split(",")
     if "fig12" in figs:
         print(fig12().to_string(index=False))
     if "fig13" in figs:
-        print(fig13(a.runs).to_string(index=False))
+        print(fig13(a.runs, a.data).to_string(index=False))
     if "crosscheck" in figs:
         df = crosscheck()
         print(df.groupby(["B", "simulate"])[["SIM", "CC", "seconds"]].mean().to_string())
