@@ -115,6 +115,7 @@ def test_the_shifted_inverse_draws_follow_the_exact_law(sets):
     assert chi2_p(counts, p) > 1e-3
 
 
+@pytest.mark.slow  # a large statistical audit; the exact laws of the draws are checked on small instances above
 def test_the_default_path_draws_follow_the_exact_law():
     counts = draws(TINY, EPS, 800, seed=11, default_path=True)
     assert chi2_p(counts, brute_law(TINY, EPS, BETA, UPPER, STEP)) > 1e-3

@@ -207,6 +207,7 @@ def _same(a, b):
     assert (a["lo"], a["hi"], a["l0"], a["linf"]) == (b["lo"], b["hi"], b["l0"], b["linf"])
 
 
+@pytest.mark.slow  # Spark's matrix runs in the slow tier
 def test_spark_releases_what_memory_releases(tmp_path, spark_engine):
     """On Spark (4 partitions: persons spread over tasks, their records grouped on the executors) the same
     seed gives the same release as in memory, keys selected privately and every statistic."""
