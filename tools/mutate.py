@@ -67,11 +67,21 @@ def check(m: Mutant) -> str | None:
     return None
 
 
+def _uses_hypothesis(tests: tuple[str, ...]) -> bool:
+    """Whether any of these tests' files (or the conftest files above them) mentions hypothesis."""
+    files = {ROOT / t.partition("::")[0] for t in tests}
+    tests_dir = ROOT / "tests"
+    files |= {d / "conftest.py" for f in list(files) for d in f.parents if d == tests_dir or tests_dir in d.parents}
+    return any(f.is_file() and "hypothesis" in f.read_text() for f in files)
+
+
 def _pytest(tests: tuple[str, ...], pythonpath: Path, timeout: float, mutant_id: str) -> tuple[int | None, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), *filter(None, [env.get("PYTHONPATH")])])
     env["USERDP_MUTANT"] = mutant_id
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-rf", "--no-header", "-p", "no:cacheprovider", "-m", ""]
+    if not _uses_hypothesis(tests):  # its pytest plugin costs about 1 s of start-up per mutant
+        cmd += ["-p", "no:hypothesispytest"]
     cmd += ["-n", "0", *tests]  # one process: the runner runs mutants side by side itself
     try:
         p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
