@@ -108,7 +108,9 @@ def test_the_library_law_is_the_papers():
 MANY = [{i, 100 + i} for i in range(14)]  # 2 tau = 8 removals leave 12 elements: grid points below F_{2 tau}
 
 
-@pytest.mark.parametrize("sets", [TINY, [{1, 2}, {2, 3}, {4, 5, 6, 7, 8, 9}, {10}, {10, 11}], MANY])
+@pytest.mark.parametrize("sets", [TINY, pytest.param([{1, 2}, {2, 3}, {4, 5, 6, 7, 8, 9}, {10}, {10, 11}],
+                                               marks=pytest.mark.slow),
+                                  pytest.param(MANY, marks=pytest.mark.slow)])  # fmt: skip
 def test_the_shifted_inverse_draws_follow_the_exact_law(sets):
     p = brute_law(sets, EPS, BETA, UPPER, STEP)
     counts = draws(sets, EPS, 4000, seed=36)
@@ -121,6 +123,7 @@ def test_the_default_path_draws_follow_the_exact_law():
     assert chi2_p(counts, brute_law(TINY, EPS, BETA, UPPER, STEP)) > 1e-3
 
 
+@pytest.mark.slow  # a statistical audit; the exact neighbour checks below catch a wrong epsilon too
 def test_the_chi_square_check_rejects_a_mechanism_with_the_wrong_epsilon():
     p = brute_law(TINY, EPS, BETA, UPPER, STEP)
     counts = draws(TINY, 1.3 * EPS, 4000, seed=36)  # a sampler 30% too confident
