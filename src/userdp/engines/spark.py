@@ -449,22 +449,33 @@ class SparkEngine(Engine):
     def key_record_sums(self, data: SparkTable, fn, width: int) -> tuple[np.ndarray, np.ndarray]:
         """The (person, key) record counts aggregate on the executors, and ``fn`` (the per-person bounding of key
         counts) runs there too, on batches of whole persons; one row per label reaches the driver."""
-        import pandas as pd
         from pyspark.sql import functions as F
-        from pyspark.sql import types as T
 
         cols = data.columns
         if cols.item is None:
             raise DataError("counting records per key needs keys that are ids (a finite domain)")
         user, item = cols.user, cols.item
         d = data.df.groupBy(user, F.col(item).cast("string").alias(item)).count()
+
+        def batch(pdf: pd.DataFrame):
+            return fn(*key_records_from_triples(
+                pdf[user].to_numpy(), pdf[item].to_numpy(dtype=object), pdf["count"].to_numpy(dtype=np.int64)
+            ))  # fmt: skip
+
+        return self._sums_by_label(d, user, batch, width)
+
+    def _sums_by_label(self, d, user: str, batch: Callable, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """``batch`` (a pandas frame of whole persons' rows -> labels and ``width`` integer columns) on the
+        executors; its rows added up by label there (Spark's exact sum of longs) and one row per label, in text
+        order, collected on the driver."""
+        import pandas as pd
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
         names = [f"_w{c}" for c in range(int(width))]
 
         def part(pdf: pd.DataFrame) -> pd.DataFrame:
-            sets, mult = key_records_from_triples(
-                pdf[user].to_numpy(), pdf[item].to_numpy(dtype=object), pdf["count"].to_numpy(dtype=np.int64)
-            )
-            lab, sums = fn(sets, mult)
+            lab, sums = batch(pdf)
             sums = np.asarray(sums, dtype=np.int64).reshape(-1, len(names))
             keys = np.asarray(lab, dtype=object).astype(str)
             return pd.DataFrame({"_k": keys, **{n: sums[:, c] for c, n in enumerate(names)}})
@@ -531,29 +542,11 @@ class SparkEngine(Engine):
     def key_value_sums(self, data: DataFrame, fn: Callable, width: int) -> tuple[np.ndarray, np.ndarray]:
         """``fn`` on the executors, over pandas frames of whole persons' records; the integer rows are added up
         by label there (Spark's exact sum of longs) and one row per label reaches the driver."""
-        import pandas as pd
-        from pyspark.sql import functions as F
-        from pyspark.sql import types as T
+        def batch(pdf):
+            return fn(KeyValues(pdf["u"].to_numpy(), pdf["k"].to_numpy(dtype=object),
+                                pdf["v"].to_numpy(dtype=np.float64)))  # fmt: skip
 
-        names = [f"_w{c}" for c in range(int(width))]
-
-        def part(pdf: pd.DataFrame) -> pd.DataFrame:
-            batch = KeyValues(pdf["u"].to_numpy(), pdf["k"].to_numpy(dtype=object),
-                              pdf["v"].to_numpy(dtype=np.float64))  # fmt: skip
-            lab, sums = fn(batch)
-            sums = np.asarray(sums, dtype=np.int64).reshape(-1, len(names))
-            keys = np.asarray(lab, dtype=object).astype(str)
-            return pd.DataFrame({"_k": keys, **{n: sums[:, c] for c, n in enumerate(names)}})
-
-        schema = T.StructType([T.StructField("_k", T.StringType())] + [T.StructField(n, T.LongType()) for n in names])
-        summed = self._whole_users(data, "u", part, schema).groupBy("_k").agg(*[F.sum(n).alias(n) for n in names])
-        rows = summed.collect()
-        if not rows:
-            return np.empty(0, dtype=object), np.zeros((0, len(names)), dtype=np.int64)
-        labels = np.array([r["_k"] for r in rows], dtype=object)
-        sums = np.array([[int(r[n]) for n in names] for r in rows], dtype=np.int64)
-        order = np.argsort(labels.astype(str), kind="stable")
-        return labels[order], sums[order]
+        return self._sums_by_label(data, "u", batch, width)
 
     def bucket_sums(
         self,
