@@ -124,9 +124,9 @@ def test_parameter_refusals():
 def test_hierarchy_is_fast_at_512():
     s = _users_sum((512, 512), 2000, seed=5)
     hierarchical_heatmap(s, 1.0, rng=1)  # warm up the samplers
-    t = time.perf_counter()
+    t = time.process_time()  # CPU time (a seeded release runs on one thread): other processes' load is not counted
     rel = hierarchical_heatmap(s, 1.0, rng=2)
-    elapsed = time.perf_counter() - t
+    elapsed = time.process_time() - t
     assert rel.value.shape == (512, 512) and rel.params["levels"] == 10
     assert elapsed < 1.0, f"{elapsed:.2f} s"
 

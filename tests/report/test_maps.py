@@ -279,9 +279,9 @@ def test_an_explicit_mask_marks_the_left_out_cells():
 def test_a_1024_grid_renders_in_a_couple_of_seconds(tmp_path):
     h = _blobs(1024, seed=7)
     render_maps([MapPanel(h, "warm-up")], tmp_path / "w.png", MIDTOWN)  # imports, fonts
-    t = time.perf_counter()
+    t = time.process_time()  # CPU time (Agg draws on one thread): other processes' load is not counted
     path = render_maps([MapPanel(h, "1024 x 1024")], tmp_path / "big.png", MIDTOWN, title="speed")
-    took = time.perf_counter() - t
+    took = time.process_time() - t
     assert path.stat().st_size > 10_000
     assert took < 5.0, took
 
