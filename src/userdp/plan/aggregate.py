@@ -64,8 +64,9 @@ class AggregatePrediction:
     ----------
     stats:
         ``{statistic: Prediction}``: ``count``, ``users``, ``sum``, ``mean``, ``variance`` (``|noise|`` of one
-        key's released value, ``extra["sd"]`` its standard deviation) and ``quantile:q`` (the rank error, in
-        records).
+        key's released value, ``extra["sd"]`` its standard deviation; for sum, mean and variance also
+        ``extra["simulated rmse"]``, the root mean squared error of the simulated draws) and ``quantile:q`` (the
+        rank error, in records).
     noise_sd:
         The noise standard deviation of each noisy quantity (``N``, ``U`` in records and persons; ``S1``,
         ``S2`` in the lattice's half steps and their squares).
@@ -259,7 +260,8 @@ def aggregate(
         qs = {x: simulated_quantile(err, x) for x in cs}
         out[name] = Prediction("aggregate", f"|noise| of one key's {name}", qs, False,
                                basis + f"; the quantiles from {SIMULATED} draws of the exact noise law through the "
-                               "release's estimators (clamps included)", {"sd": sd})  # fmt: skip
+                               "release's estimators (clamps included)",
+                               {"sd": sd, "simulated rmse": float(np.sqrt(np.mean(err**2)))})  # fmt: skip
     grid_size = int(quantile_grid(lo, hi).size)
     for name, levels in plan["stats"]:
         if name != "quantile":
