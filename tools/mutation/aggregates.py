@@ -203,3 +203,76 @@ MUTANTS: list[Mutant] = [
         "divides by it after the data are read",
     ),
 ]
+
+# The plan (userdp plan aggregate): each noise the plan predicts, checked against the release's measured error.
+_PLAN = "plan/aggregate.py"
+_PA = "tests/plan/test_aggregate.py::"
+_PMEAS = _PA + "test_the_predicted_noise_of_every_statistic_matches_the_measured_error"
+
+MUTANTS += [
+    Mutant(
+        "agg-plan-count-sensitivity-linf-only",
+        "sensitivity",
+        _PLAN,
+        'sens = {"N": l0 * linf, "U": l0, "S1": l0 * linf * w, "S2": l0 * linf * w * w}',
+        'sens = {"N": linf, "U": l0, "S1": l0 * linf * w, "S2": l0 * linf * w * w}',
+        (_PMEAS,),
+        "the plan predicts the count's noise at one key's sensitivity (Linf), L0 times below what the release adds",
+    ),
+    Mutant(
+        "agg-plan-whole-budget-per-quantity",
+        "budget-split",
+        _PLAN,
+        'eps_q = plan["epsilon_quantity"]',
+        'eps_q = plan["epsilon_counts"]',
+        (_PMEAS,),
+        "the plan predicts every noisy quantity at the statistics' whole share, not its split: noise promised "
+        "several times smaller than the release adds",
+    ),
+    Mutant(
+        "agg-plan-laplace-variance-halved",
+        "noise-scale",
+        _PLAN,
+        "return cal.granularity**2 * 2.0 * q / one_minus_q**2",
+        "return cal.granularity**2 * q / one_minus_q**2",
+        (_PMEAS,),
+        "the discrete Laplace's variance without its factor 2: every predicted sd sqrt(2) too small",
+    ),
+    Mutant(
+        "agg-plan-mean-count-term-dropped",
+        "noise-scale",
+        _PLAN,
+        'sd = math.sqrt(half**2 * var["S1"] + (mu - mid) ** 2 * var["N"]) / n',
+        'sd = math.sqrt(half**2 * var["S1"]) / n',
+        (_PMEAS,),
+        "the mean's delta method without the count's noise: a mean away from the range's midpoint gets a "
+        "promised error too small",
+    ),
+    Mutant(
+        "agg-plan-sum-midpoint-term-dropped",
+        "noise-scale",
+        _PLAN,
+        'sd = math.sqrt(mid**2 * var["N"] + half**2 * var["S1"])',
+        'sd = math.sqrt(half**2 * var["S1"])',
+        (_PMEAS,),
+        "the normalized sum's noise without mid N~'s: the sum's promised error too small away from 0",
+    ),
+    Mutant(
+        "agg-plan-variance-count-term-dropped",
+        "noise-scale",
+        _PLAN,
+        '(2 * m1**2 - m2) ** 2 * var["N"]',
+        '0.0 * var["N"]',
+        (_PA + "test_the_delta_method_agrees_with_the_exact_noise_law_through_the_release_s_estimators",),
+        "the variance's delta method without the count's noise",
+    ),
+    Mutant(
+        "agg-plan-delta-method-limit",
+        "threshold",
+        _PLAN,
+        "DELTA_METHOD_LIMIT = 0.2",
+        "DELTA_METHOD_LIMIT = 2.0",
+        (_PA + "test_the_delta_method_is_stated_valid_only_while_the_count_s_noise_is_small",),
+        "the plan calls the delta method valid while the count's noise is as large as the count itself",
+    ),
+]

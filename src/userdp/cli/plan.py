@@ -7,8 +7,10 @@ import argparse
 
 from .. import plan
 from ..errors import ParameterError
+from ..plan.aggregate import DELTA_METHOD_LIMIT
+from .aggregate import domain_arg, range_pair
 from .common import DELTA, EPSILON, MAX_ITEMS, PROBABILITY, number, report
-from .counts import bounds_pair
+from .counts import _bounds
 
 
 def _parameter(args: argparse.Namespace, name: str) -> None:
@@ -51,6 +53,8 @@ def _predict(
 
 def _counts(args, conf, delta) -> dict:
     _parameter(args, "epsilon")
+    if args.bounds == "auto":
+        raise ParameterError("plan counts needs the bounds the counts will use: --bounds L0,LINF (e.g. 8,4)")
     l0, linf = args.bounds
     kw = {"l0": l0, "linf": linf, "n_keys": args.keys, "noise": args.noise}
     out: dict = {}
@@ -178,8 +182,50 @@ def _heatmap(args, conf, delta) -> dict:
     return out
 
 
-_PLANS = {"counts": _counts, "vocabulary": _vocabulary, "distinct": _distinct, "linear": _linear,
-          "frequency": _frequency, "heatmap": _heatmap}  # fmt: skip
+def _aggregate(args, conf, delta) -> dict:
+    if args.target is not None:
+        raise ParameterError("plan aggregate predicts the error at --epsilon; --target is not supported for it")
+    if args.epsilon is None:
+        raise ParameterError("plan aggregate needs --epsilon (the error it gives)")
+    _need(args, "persons")
+    stats = args.stat or ["mean"]
+    p = plan.aggregate(args.epsilon, delta, persons=args.persons, records_per_person=args.records_per_person,
+                       keys_per_person=args.keys_per_person, stats=stats, n_keys=args.keys,
+                       public_keys=not args.selected_keys, value_range=args.range, value_domain=args.domain,
+                       bounds=args.bounds, value_mean=args.value_mean, value_sd=args.value_sd, beta=args.beta,
+                       confidence=conf)  # fmt: skip
+    lo, hi = p.value_range
+    out: dict = {
+        "at epsilon": args.epsilon,
+        "budget split": {k: float(f"{v:.4g}") for k, v in p.budget.items() if k not in ("epsilon", "delta") and v},
+        "bounds": f"L0 = {p.bounds[0]} keys per person, Linf = {p.bounds[1]} records per key ({p.bounds_basis})",
+        "value range": f"[{lo:g}, {hi:g}] ({p.range_basis})",
+        "records per key": f"{p.records:g} kept ({args.persons:g} persons x "
+        f"{min(args.records_per_person, p.bounds[1]):g} records each)",
+    }
+    for name, pred in p.stats.items():
+        if name.startswith("quantile:"):
+            rank, frac = pred.quantiles[1 - args.beta], pred.extra["rank fraction"]
+            out[name] = (f"within {rank:.4g} records ({frac:.3g} of the key's) of a true {name[9:]}-quantile with "
+                         f"probability {1 - args.beta:g} ({pred.basis})")  # fmt: skip
+        else:
+            out[name] = (f"noise sd {pred.extra['sd']:.4g}; |noise| median {pred.median:.4g}, at most "
+                         f"{pred.quantiles[conf]:.4g} with probability {conf:g} ({pred.basis})")  # fmt: skip
+    limit = f"{100 * DELTA_METHOD_LIMIT:g}%"
+    out["noise sd per key"] = {n: float(f"{x.extra['sd']:.4g}") for n, x in p.stats.items() if "sd" in x.extra}
+    out["delta method"] = (
+        f"valid: the count's noise sd is at most {limit} of the records per key" if p.valid else
+        f"NOT valid: the count's noise sd exceeds {limit} of the records per key; the mean and the variance are "
+        "mostly noise and the release's clamps (the quantiles include them)")  # fmt: skip
+    out["not predicted"] = "; ".join(p.notes) + (
+        "; the error above is the noise alone: the clipping and bounding bias is zero only when the given bounds "
+        "and range hold every record (--bounds L0,LINF and --range LO,HI)"
+    )
+    return out
+
+
+_PLANS = {"aggregate": _aggregate, "counts": _counts, "vocabulary": _vocabulary, "distinct": _distinct,
+          "linear": _linear, "frequency": _frequency, "heatmap": _heatmap}  # fmt: skip
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -208,6 +254,7 @@ def add_parser(sub) -> None:
         help="the predicted error of a release, or the epsilon a target needs (reads no data)",
         epilog="examples:\n  userdp plan counts --epsilon 1 --bounds 8,4 --keys 251\n"
         "  userdp plan counts --target 50 --confidence 0.9 --bounds 8,4\n"
+        "  userdp plan aggregate --epsilon 1 --stat mean --persons 100 --records-per-person 1 --keys 31 --range 1,5\n"
         "  userdp plan vocabulary --epsilon 1 --delta 1e-6 --persons 40\n"
         "  userdp plan vocabulary --epsilon 1 --delta 1e-6 --persons 40 --algorithm sips --rounds 3 --ratio 4\n"
         "  userdp plan distinct --epsilon 1 --persons 50000 --distinct 100000 --items-per-person 130\n"
@@ -226,8 +273,40 @@ def add_parser(sub) -> None:
     pl.add_argument("--confidence", type=number(float, 0.01, 0.999999), default=0.9, help="the confidence")
     pl.add_argument("--delta", type=DELTA, default=None, help="delta (vocabulary; Gaussian noise; frequency)")
     pl.add_argument("--noise", choices=["laplace", "gaussian"], default=None, help="counts, vocabulary: the noise")
-    pl.add_argument("--bounds", type=bounds_pair, default=(8, 4), help="counts: L0,LINF")
-    pl.add_argument("--keys", type=number(int, 1, 10**9), default=1, help="counts: the number of keys released")
+    pl.add_argument("--bounds", type=_bounds, default=None,
+                    help="counts: L0,LINF (default 8,4); aggregate: L0,LINF or auto (the default: the prediction is "
+                    "made at the bounds that keep a typical person whole)")  # fmt: skip
+    pl.add_argument("--stat", action="append", default=None,
+                    help="aggregate: a statistic as userdp aggregate takes it (count, users, sum, mean, variance, "
+                    "quantile:Q); repeat for several (default: mean)")  # fmt: skip
+    pl.add_argument(
+        "--range",
+        type=range_pair,
+        default=None,
+        help="aggregate: the PUBLIC value range LO,HI the release is given (a negative LO as --range=-5,5)",
+    )
+    pl.add_argument("--domain", type=domain_arg, default=None,
+                    help="aggregate: the PUBLIC domain LO,HI the release chooses the range in (predicted at its "
+                    "whole width)")  # fmt: skip
+    pl.add_argument("--records-per-person", type=number(float, 1, 10**9), default=1.0,
+                    help="aggregate: the records a typical person holds on a key (default 1)")  # fmt: skip
+    pl.add_argument("--keys-per-person", type=number(float, 1, 10**9), default=1.0,
+                    help="aggregate: the keys a typical person holds (default 1; used with --bounds auto)")  # fmt: skip
+    pl.add_argument(
+        "--selected-keys",
+        action="store_true",
+        help="aggregate: the keys are selected privately (userdp aggregate without --keys; needs --delta)",
+    )
+    pl.add_argument("--value-mean", type=number(float, -1e300, 1e300), default=None,
+                    help="aggregate: a key's typical mean value (default: the range's midpoint)")  # fmt: skip
+    pl.add_argument(
+        "--value-sd",
+        type=number(float, 0.0, 1e300),
+        default=None,
+        help="aggregate: a key's typical standard deviation of the values (default: (HI - LO) / sqrt 12)",
+    )
+    pl.add_argument("--keys", type=number(int, 1, 10**9), default=1,
+                    help="counts, aggregate: the number of keys released")  # fmt: skip
     pl.add_argument("--max-items", type=MAX_ITEMS, default="auto",
                     help="vocabulary: items per person (auto, the default: chosen from the data; the plan then "
                          "gives the figures of the largest candidate, 8192, which bound the chosen one's)")  # fmt: skip
@@ -237,7 +316,9 @@ def add_parser(sub) -> None:
     pl.add_argument("--distinct", type=number(int, 1, 10**10), default=None, help="distinct: distinct elements")
     pl.add_argument("--items-per-person", type=number(float, 1, 10**7), default=None,
                     help="distinct, frequency: items per person (mean; frequency: the equal number)")  # fmt: skip
-    pl.add_argument("--beta", type=PROBABILITY, default=0.05, help="distinct: the lower bound's failure probability")
+    pl.add_argument("--beta", type=PROBABILITY, default=None,
+                    help="distinct: the lower bound's failure probability (default 0.05); aggregate: the quantile's "
+                    "rank bound's (default 0.1)")  # fmt: skip
     pl.add_argument("--l-max", type=number(int, 1, 10_000), default=100, help="distinct: the largest bound tried")
     pl.add_argument("--max-items-bound", type=number(int, 1, 10_000), default=None,
                     help="distinct: a public bound on elements per person (adds Theorem 1.1's bound)")  # fmt: skip
@@ -291,7 +372,18 @@ def add_parser(sub) -> None:
     pl.set_defaults(func=_run)
 
 
+_AGGREGATE_ONLY = ("stat", "range", "domain", "selected_keys", "value_mean", "value_sd")
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.release != "aggregate":
+        given = [f"--{n.replace('_', '-')}" for n in _AGGREGATE_ONLY if getattr(args, n) not in (None, False)]
+        if given:
+            raise ParameterError(f"{', '.join(given)}: for plan aggregate only")
+    if args.bounds is None:
+        args.bounds = "auto" if args.release == "aggregate" else (8, 4)
+    if args.beta is None:
+        args.beta = 0.1 if args.release == "aggregate" else 0.05
     if args.release != "vocabulary" and (args.rounds is not None or args.ratio is not None):
         raise ParameterError("--rounds and --ratio plan DP-SIPS: plan vocabulary --algorithm sips")
     if args.release == "heatmap" and args.algorithm is None:

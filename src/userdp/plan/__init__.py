@@ -6,6 +6,8 @@ quantiles come from the law the sampler draws; where the error depends on the da
 release's exact law on a stand-in (a public curve or density, or a seeded synthetic one of the same public
 sizes: the calibrated predictors), with the paper's theorem bound beside it:
 
+* :func:`aggregate` -- per-key count, users, sum, mean, variance and quantiles (lattice Laplace: the noise
+  of each statistic per key, exact or by the delta method); the bias of the bounds and the range is not included.
 * :func:`key_counts` -- records per key (lattice Laplace: exact; lattice Gaussian: within one step); the
   records dropped by the bounds are a bias the data decide and are not included.
 * :func:`vocabulary` -- the private vocabulary (weighted, policy or DP-SIPS selection, one model each:
@@ -29,6 +31,7 @@ would refuse, and never clamps.
 
 from __future__ import annotations
 
+from .aggregate import AggregatePrediction, aggregate
 from .common import Prediction
 from .counts import (
     VOCABULARY_MODELS,
@@ -45,6 +48,8 @@ from .distinct import distinct, distinct_epsilon, general_bound, greedy_bound, s
 from .heatmap import heatmap, heatmap_epsilon, synthetic_grid_sum
 
 __all__ = [
+    "AggregatePrediction",
+    "aggregate",
     "VOCABULARY_MODELS",
     "Prediction",
     "SelectionModel",
