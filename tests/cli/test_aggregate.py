@@ -26,20 +26,30 @@ def ratings(tmp_path):
 
 
 def _argv(path, *extra):
-    dom = [] if {"--range", "--domain"} & set(extra) else ["--domain", "geometric"]
+    dom: list[str] = []
     return ["aggregate", str(path), "--user", "reviewer", "--key", "product", "--value", "rating", "--epsilon", "1",
             *dom, *extra]  # fmt: skip
 
 
-def test_without_a_range_or_domain_nothing_is_read(tmp_path, capsys):
-    """The private range needs a public domain (or the explicit 'geometric' opt-in): refused from the
-    parameters, before the file is read (it does not exist here), nothing written."""
+def test_without_a_range_or_domain_the_default_grid_is_searched(ratings, capsys):
+    """Neither --range nor --domain: the range is chosen privately over the default grid (ratings 1-5: the
+    ends land on their own grid points)."""
+    assert main(_argv(ratings, "--keys", "/dev/null", "--json", "--seed", "3", "--epsilon", "2")) in (0, 2)
+    capsys.readouterr()
+    kf = ratings.parent / "k.txt"
+    kf.write_text("a\nb\n")
+    assert main(_argv(ratings, "--keys", str(kf), "--json", "--seed", "3")) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert "chosen privately" in got["value range"] and "value range" in got["budget split"]
+
+
+def test_a_bad_domain_is_refused_before_anything_is_read(tmp_path, capsys):
     out = tmp_path / "out.csv"
     argv = ["aggregate", str(tmp_path / "missing.csv"), "--user", "u", "--key", "k", "--value", "v", "--epsilon", "1",
-            "--delta", "1e-6", "--out", str(out)]  # fmt: skip
+            "--delta", "1e-6", "--domain", "5,1", "--out", str(out)]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("userdp: error:") and "--domain" in err and "missing" not in err
+    assert err.startswith("userdp: error:") and "value_domain" in err and "missing" not in err
     assert not out.exists()
 
 

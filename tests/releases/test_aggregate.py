@@ -73,8 +73,6 @@ def _spied(monkeypatch, bounds=(2, 2), value_range=(1.0, 5.0), pick=None):
 def _run(persons, log, **kw):
     for v in log.values():
         v.clear()
-    if "value_domain" not in kw and kw.get("value_range", "auto") == "auto":  # the grid the spies read
-        kw = {"value_domain": "geometric", **kw}
     rel = releases.aggregate(_table(persons), 1.0, stats=ALL, keys=["a", "b", "c", "d"], engine="memory", rng=1,
                              **kw)  # fmt: skip
     return rel, {k: list(v) for k, v in log.items()}
@@ -108,28 +106,52 @@ def test_the_statistics_exact_privacy_loss_is_within_their_shares(monkeypatch, b
 
 
 def test_the_range_choice_exact_privacy_loss_is_within_its_share(monkeypatch):
-    """The range's two exponential mechanisms (the first end held at a fixed candidate, as composition
-    conditions on it): the exact log-probability ratios over remove-one-person neighbours stay within half of
-    the range's share each, at the sensitivity 1 the scores have."""
+    """The range's two exponential mechanisms on the default grid, with no domain given (the first end held at
+    a fixed candidate, as composition conditions on it): the exact log-probability ratios over
+    remove-one-person neighbours stay within half of the range's share each, at the sensitivity ``L0 Linf``
+    the scores have (a person holds at most that many kept values; the target ``min(T, N / 2)`` moves with
+    ``N``). The broken variants (half the sensitivity, every record ranked unbounded) are the mutants
+    agg-range-sensitivity-half and agg-range-ranks-unbounded-records, which this test kills."""
     grid = mech.VALUE_GRID
     fixed_lo = int(np.flatnonzero(grid == 0.5)[0])
 
     def pick(call, scores):
         return fixed_lo if call == 1 else 0
 
-    log = _spied(monkeypatch, value_range=None, pick=pick)
-    worst = 0.0
-    for persons in TINY:
-        rel, here = _run(persons, log, value_range="auto")
-        half = rel.params["epsilon_range"] / 2
-        for u in range(len(persons)):
-            _, there = _run(persons[:u] + persons[u + 1 :], log, value_range="auto")
-            for (a, sa, ea), (b, sb, eb) in list(zip(here["em"], there["em"], strict=True))[:2]:
-                assert sa == sb == 1.0 and ea == eb == pytest.approx(half)
-                loss = float(np.max(np.abs(_exp_mech_log_probs(a, ea, sa) - _exp_mech_log_probs(b, eb, sb))))
-                assert loss <= half * (1 + 1e-9)
-                worst = max(worst, loss)
-    assert worst > 0.3 * half  # the check sees the scores move
+    for bounds in [(2, 2), (1, 3)]:
+        log = _spied(monkeypatch, bounds=bounds, value_range=None, pick=pick)
+        worst = 0.0
+        for persons in TINY:
+            rel, here = _run(persons, log, value_range="auto")
+            half = rel.params["epsilon_range"] / 2
+            assert rel.params["value_domain"] is None  # the default path: no domain
+            for u in range(len(persons)):
+                _, there = _run(persons[:u] + persons[u + 1 :], log, value_range="auto")
+                for (a, sa, ea), (b, sb, eb) in list(zip(here["em"], there["em"], strict=True))[:2]:
+                    assert sa == sb == bounds[0] * bounds[1] and ea == eb == pytest.approx(half)
+                    loss = float(np.max(np.abs(_exp_mech_log_probs(a, ea, sa) - _exp_mech_log_probs(b, eb, sb))))
+                    assert loss <= half * (1 + 1e-9)
+                    worst = max(worst, loss)
+        assert worst > 0.05 * half  # the check sees the scores move
+
+
+def test_tied_values_put_the_range_on_their_grid_points_without_a_domain():
+    """Ratings 1-5 given by 3,000 persons, most of them 4 and 5 (5% of 1s), at epsilon 2 and no domain: the tie-aware
+    scores put the ends on the tied values' own grid points (the persons' kept values rounded outward), where the
+    earlier scores (every candidate past the data scoring alike) returned ``hi`` anywhere up to 1e12."""
+    rng = np.random.default_rng(21)
+    n = 3000
+    users = np.repeat(np.arange(n), 2)
+    values = rng.choice([1.0, 2.0, 3.0, 4.0, 5.0], users.size, p=[0.05, 0.05, 0.1, 0.3, 0.5])
+    keys = rng.choice(["a", "b", "c"], users.size)
+    t = pa.table({"user": users.astype(str), "key": keys, "value": values})
+    his, los = [], []
+    for seed in range(8):
+        rel = releases.aggregate(t, 2.0, stats=["mean"], keys=["a", "b", "c"], engine="memory", rng=seed)
+        los.append(rel.value["lo"])
+        his.append(rel.value["hi"])
+    assert all(h == 5.0 for h in his), his
+    assert all(1.0 <= lo <= 4.0 for lo in los), los  # the clipped low ratings within the target's count
 
 
 def test_the_noise_has_the_scale_the_sensitivities_and_the_split_call_for(monkeypatch):
@@ -140,8 +162,7 @@ def test_the_noise_has_the_scale_the_sensitivities_and_the_split_call_for(monkey
     n = 3000
     keys = [f"k{i:04d}" for i in range(n)]
     t = pa.table({"user": [f"u{i}" for i in range(n)], "key": keys, "value": [3.0] * n})
-    rel = releases.aggregate(t, 1.0, stats=["mean", "sum"], keys=[*keys, "nobody"], engine="memory", rng=11,
-                             value_domain="geometric")
+    rel = releases.aggregate(t, 1.0, stats=["mean", "sum"], keys=[*keys, "nobody"], engine="memory", rng=11)
     v = rel.value
     assert (v["l0"], v["linf"]) == (1, 1) and rel.guarantee == PureDP(1.0)
     assert v["keys"][-1] == "nobody" and v["keys"].size == n + 1
@@ -163,8 +184,7 @@ def test_the_noise_has_the_scale_the_sensitivities_and_the_split_call_for(monkey
         return out
 
     monkeypatch.setattr(agg, "integer_laplace", il)
-    releases.aggregate(t, 1.0, stats=["mean", "sum"], keys=[*keys, "nobody"], engine="memory", rng=11,
-                       value_domain="geometric")
+    releases.aggregate(t, 1.0, stats=["mean", "sum"], keys=[*keys, "nobody"], engine="memory", rng=11)
     (true_n, noisy_n), (true_s, noisy_s) = log[0], log[1]
     assert np.all(true_n[:-1] == 1) and true_n[-1] == 0 and np.all(true_s[:-1] == y)
     for (true, noisy), sd in [((true_n, noisy_n), sd_n), ((true_s, noisy_s), sd_s)]:
@@ -181,8 +201,7 @@ def test_a_large_table_gets_close_means_and_medians():
     shift = {"a": 0.0, "b": 1.0, "c": 2.0, "d": 3.0}
     values = rng.normal(2, 1, users.size) + np.array([shift[k] for k in keys])
     t = pa.table({"user": users, "key": keys, "value": values})
-    rel = releases.aggregate(t, 1.0, stats=["mean", "quantile:0.5", "variance"], keys=list("abcd"), rng=13,
-                             value_domain="geometric")
+    rel = releases.aggregate(t, 1.0, stats=["mean", "quantile:0.5", "variance"], keys=list("abcd"), rng=13)
     assert np.allclose(rel.value["mean"], [2, 3, 4, 5], atol=0.15), rel.value
     assert np.allclose(rel.value["quantiles"][0.5], [2, 3, 4, 5], atol=0.3), rel.value
     assert np.all(rel.value["variance"] < 2.0) and np.all(rel.value["variance"] > 0.3)
@@ -212,8 +231,8 @@ def test_spark_releases_what_memory_releases(tmp_path, spark_engine):
     """On Spark (4 partitions: persons spread over tasks, their records grouped on the executors) the same
     seed gives the same release as in memory, keys selected privately and every statistic."""
     path = _values_csv(tmp_path)
-    a = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine="memory", rng=15, value_domain="geometric").value
-    b = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine=spark_engine, rng=15, value_domain="geometric").value
+    a = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine="memory", rng=15).value
+    b = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine=spark_engine, rng=15).value
     assert a["keys"].size >= 1
     _same(a, b)
 
@@ -228,14 +247,13 @@ def test_every_engine_refuses_a_bad_value_column(tmp_path, spark_engine):
         path.write_text("user,key,value\n" + "".join(f"u{i},k,{v}\n" for i, v in enumerate(values)))
         for eng in ("memory", "duckdb", spark_engine):
             with pytest.raises(DataError, match=message):
-                releases.aggregate(str(path), 1.0, keys=["k"], engine=eng, value_domain="geometric")
+                releases.aggregate(str(path), 1.0, keys=["k"], engine=eng)
 
 
 @pytest.mark.parametrize("public", [True, False])
 def test_memory_and_duckdb_release_the_same(tmp_path, public):
     path = _values_csv(tmp_path)
     kw = {"keys": [f"k{i}" for i in range(7)]} if public else {}
-    kw["value_domain"] = "geometric"
     a = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine="memory", rng=15, **kw).value
     b = releases.aggregate(str(path), 1.0, 1e-6, stats=ALL, engine="duckdb", rng=15, **kw).value
     assert a["keys"].size >= (7 if public else 1)
@@ -245,13 +263,13 @@ def test_memory_and_duckdb_release_the_same(tmp_path, public):
 def test_refusals_come_before_the_data_are_read():
     missing = "/nonexistent/values.csv"
     with pytest.raises(ParameterError, match="unknown statistic"):
-        releases.aggregate(missing, 1.0, keys=["a"], stats=["mode"], value_domain="geometric")
+        releases.aggregate(missing, 1.0, keys=["a"], stats=["mode"])
     with pytest.raises(ParameterError, match="delta > 0"):
-        releases.aggregate(missing, 1.0, value_domain="geometric")
+        releases.aggregate(missing, 1.0)
     with pytest.raises(ParameterError, match="three different"):
-        releases.aggregate(missing, 1.0, keys=["a"], user="x", key="x", value_domain="geometric")
+        releases.aggregate(missing, 1.0, keys=["a"], user="x", key="x")
     with pytest.raises(ParameterError, match="keys is empty"):
-        releases.aggregate(missing, 1.0, keys=[], value_domain="geometric")
+        releases.aggregate(missing, 1.0, keys=[])
 
 
 def test_a_range_whose_lattice_would_not_fit_is_refused_before_the_data_are_read():
@@ -275,12 +293,13 @@ def test_a_range_whose_lattice_would_not_fit_is_refused_before_the_data_are_read
     assert hi - 64 <= rel.value["lo"] < rel.value["hi"] <= hi
 
 
-def test_the_default_grid_warning_promises_no_number_of_persons_that_suffices():
-    """Above the persons' largest values every candidate for ``hi`` scores ``-q n``: with tied values (ratings)
-    a candidate at the data's maximum scores no better, so no number of persons keeps the range from coming out
-    far too wide (measured: 20,000 persons rating 1-5 at epsilon 4 gave hi = 3e6 in 2 of 8 runs). The error
-    statement says so and names a number of persons only for untied values."""
+def test_the_default_grid_needs_no_domain_and_says_how_the_range_was_chosen():
+    """No value_range and no value_domain: the range is chosen privately over the default grid (no refusal);
+    the error statement names the grid and the threshold, from public numbers alone."""
     rel = releases.aggregate(_table([[("a", 5.0)], [("a", 5.0)], [("a", 4.0)]]), 4.0, keys=["a"], bounds=(1, 1),
-                             engine="memory", rng=1, value_domain="geometric")  # fmt: skip
+                             engine="memory", rng=1)  # fmt: skip
     text = rel.error.description
-    assert "whatever the number of persons when values are tied" in text
+    assert "the default grid" in text and f"min({rel.params['range_threshold']:.3g}, half the kept values)" in text
+    assert rel.params["value_range"] == "auto" and rel.params["value_domain"] is None
+    assert rel.params["range_threshold"] == pytest.approx(mech.RANGE_TAU * math.sqrt(2) *
+                                                          calibrate_laplace(1.0, rel.params["epsilon_quantity"]).scale)

@@ -103,9 +103,9 @@ def test_one_person_moves_each_sum_by_at_most_its_sensitivity(l0, linf):
         assert worst[0] > linf
 
 
-def _range_sensitivity(part, datasets) -> float:
-    """The largest move of the range's rank scores (both ends, every candidate) over remove-one-person
-    neighbours, with ``part`` computing the counts."""
+def _range_sensitivity(part, datasets, threshold) -> float:
+    """The largest move of the range's rank scores (both ends, every candidate, the target ``min(T, N / 2)``
+    moving with ``N``) over remove-one-person neighbours, with ``part`` computing the counts."""
     worst = 0.0
     g = VALUE_GRID.size
     for batch in datasets:
@@ -113,8 +113,9 @@ def _range_sensitivity(part, datasets) -> float:
 
         def scores(b, counted=counted):
             row = part(b, counted)[1][0]
-            n = row[0]
-            return np.r_[range_scores(row[1 : 1 + g], n, 0.1), range_scores(row[1 + g :], n, 0.1)]
+            m = min(threshold, row[0] / 2)
+            below, above = row[1 : 1 + g], row[1 + g :]
+            return np.r_[range_scores(below[:-1], below[1:], m), range_scores(above[1:], above[:-1], m)]
 
         here = scores(batch)
         for u in sorted(set(batch.users)):
@@ -122,20 +123,33 @@ def _range_sensitivity(part, datasets) -> float:
     return worst
 
 
-def _per_record_part(batch, counted):
-    """A broken variant: every kept record's value ranked (not each person's smallest and largest)."""
+def _unbounded_part(batch, counted):
+    """A broken variant: every record of the person ranked (not only the ``L0 Linf`` they keep)."""
     g = VALUE_GRID
     v = np.sort(np.asarray(batch.values))
     row = np.r_[v.size, np.searchsorted(v, g, side="left"), v.size - np.searchsorted(v, g, side="right")]
     return np.array([""], dtype=object), row.reshape(1, -1).astype(np.int64)
 
 
-def test_the_range_scores_have_sensitivity_one_and_a_per_record_variant_is_caught():
+def test_the_range_scores_move_by_at_most_l0_linf_and_an_unbounded_variant_is_caught():
     rng = np.random.default_rng(3)
     data = [KeyValues(*_persons(rng, n_persons=10)) for _ in range(10)]
-    ok = _range_sensitivity(lambda b, c: range_counts_part(b, c, 4, 4, VALUE_GRID), data)
-    assert 0.5 < ok <= 1.0
-    assert _range_sensitivity(_per_record_part, data) > 1.5  # the check catches the broken variant
+    for threshold in (3.0, 1e9):  # the target at T, and at N / 2
+        ok = _range_sensitivity(lambda b, c: range_counts_part(b, c, 2, 2, VALUE_GRID), data, threshold)
+        assert 1.5 < ok <= 4.0
+        assert _range_sensitivity(_unbounded_part, data, threshold) > 6.0  # the check catches the broken variant
+
+
+def test_range_scores_are_zero_exactly_on_the_cell_past_which_the_target_lies():
+    """Values 5 (tied) and the grid ..., 4, 5, 6, ...: with ``m`` values above, ``hi = 5`` scores 0 and every
+    candidate past it ``-m``; ``lo`` likewise on the values rounded down."""
+    grid = np.array([3.0, 4.0, 5.0, 6.0, 7.0])
+    above = np.array([10, 10, 0, 0, 0])  # ten values of 5
+    s = range_scores(above[1:], np.r_[np.inf, above[1:-1]], 2.0)  # hi's candidates above lo = 3
+    assert list(s) == [-8.0, 0.0, -2.0, -2.0]
+    below = np.array([0, 0, 0, 10, 10])  # ten values of 5 below 6
+    assert list(range_scores(below[:-1], below[1:], 2.0)) == [-2.0, -2.0, 0.0, -8.0]
+    assert grid[1 + int(np.argmax(s))] == 5.0
 
 
 def test_quantile_counts_move_by_at_most_linf_per_key_on_at_most_l0_keys():
@@ -182,13 +196,13 @@ def test_integer_laplace_has_the_stated_scale_and_stays_on_its_lattice():
 
 def test_every_refusal_comes_from_the_parameters_alone():
     with pytest.raises(ParameterError, match="unknown statistic"):
-        plan_aggregate(1.0, stats=["median"], value_domain="geometric")
+        plan_aggregate(1.0, stats=["median"])
     with pytest.raises(ParameterError, match="quantile"):
-        plan_aggregate(1.0, stats=["quantile:1.5"], value_domain="geometric")
+        plan_aggregate(1.0, stats=["quantile:1.5"])
     with pytest.raises(ParameterError, match="quantile"):
-        plan_aggregate(1.0, stats=["quantile"], value_domain="geometric")
+        plan_aggregate(1.0, stats=["quantile"])
     with pytest.raises(ParameterError, match="at least one"):
-        plan_aggregate(1.0, stats=[], value_domain="geometric")
+        plan_aggregate(1.0, stats=[])
     with pytest.raises(ParameterError, match="value_range"):
         plan_aggregate(1.0, value_range=(5, 1))
     with pytest.raises(ParameterError, match="value_range"):
@@ -198,11 +212,11 @@ def test_every_refusal_comes_from_the_parameters_alone():
     with pytest.raises(ParameterError, match="value_domain"):
         plan_aggregate(1.0, value_domain=(0, float("inf")))
     with pytest.raises(ParameterError, match="range_fraction"):
-        plan_aggregate(1.0, range_fraction=1.0, value_domain="geometric")
+        plan_aggregate(1.0, range_fraction=1.0)
     with pytest.raises(ParameterError, match="delta > 0"):
-        plan_aggregate(1.0, public_keys=False, value_domain="geometric")
+        plan_aggregate(1.0, public_keys=False)
     with pytest.raises(ParameterError, match="too small"):
-        plan_aggregate(1e-6, stats=["variance"], value_domain="geometric")
+        plan_aggregate(1e-6, stats=["variance"])
     p = plan_aggregate(1.0, stats=["mean", "count", "variance", "quantile:0.5", "quantile:0.9,0.5"],
                        value_domain="geometric")
     assert p["quantities"] == ["N", "S1", "S2", "Q0.5", "Q0.9"]

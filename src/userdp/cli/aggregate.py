@@ -133,15 +133,15 @@ def add_parser(sub) -> None:
         type=range_pair,
         default=None,
         help="a PUBLIC value range LO,HI (values clipped to it; nothing spent on choosing it; a negative LO as "
-        "--range=-5,5). Default: chosen privately within --domain",
+        "--range=-5,5). Default: chosen privately (over --domain, or the default grid)",
     )
     ag.add_argument(
         "--domain",
         type=domain_arg,
         default=None,
-        help="without --range (one of the two is needed): a PUBLIC domain LO,HI whose 65 evenly spaced points are "
-        "the private range's candidates; or 'geometric' (0 and +-{1, 1.5} 2^j, j in [-10, 40]: every magnitude, "
-        "which can come out far too wide on tied values such as ratings)",
+        help="optional, without --range: a PUBLIC domain LO,HI whose 65 evenly spaced points are the private "
+        "range's candidates. Default: the grid 0 and +-{1, 1.25, 1.5, 1.75} 2^j, j in [-10, 40] ('geometric' "
+        "names it), each end placed where the noise a wider range adds balances the clipping it removes",
     )
     ag.add_argument(
         "--bounds",

@@ -12,7 +12,6 @@ candidate) reaches the driver, which selects, chooses and adds the noise. Engine
 
 from __future__ import annotations
 
-import math
 from functools import partial
 from typing import Any
 
@@ -27,9 +26,9 @@ from ..privacy.params import warn_large_delta
 from ..privacy.result import ErrorStatement, Release
 from ..vocabulary import BOUND_GRID, choose_bounds_from_kept, kept_grid_part, select_counted_keys
 from ..vocabulary.aggregates import (
-    VALUE_GRID,
     aggregate_estimates,
     choose_value_range,
+    count_noise_sd,
     integer_laplace,
     lattice_of,
     plan_aggregate,
@@ -37,6 +36,7 @@ from ..vocabulary.aggregates import (
     quantile_grid,
     quantile_scores,
     range_counts_part,
+    range_threshold,
     stat_sums_part,
 )
 
@@ -111,11 +111,14 @@ def aggregate(
         choose_value_range`, ``range_fraction`` of the budget left after the keys and the bounds); or a public
         pair ``(lo, hi)``, which spends nothing.
     value_domain:
-        With ``value_range="auto"``, required (a parameter refusal otherwise, before the data are read): a
-        public pair ``(LO, HI)`` whose 65 evenly spaced points are the range's candidates; or ``"geometric"``,
-        the symmetric geometric grid :data:`~userdp.vocabulary.aggregates.VALUE_GRID` (0 and ``±{1, 1.5} 2^j``,
-        ``j`` in ``[-10, 40]``), an explicit opt-in: every candidate beyond the persons' largest values scores
-        alike there, so with tied values (ratings, counts) the range can come out orders of magnitude too wide.
+        With ``value_range="auto"``: ``None`` (the default) searches the default grid
+        :data:`~userdp.vocabulary.aggregates.VALUE_GRID` (0 and ``±{1, 1.25, 1.5, 1.75} 2^j``, ``j`` in
+        ``[-10, 40]``; ``"geometric"`` names it), no domain needed; a public pair ``(LO, HI)`` searches its 65
+        evenly spaced points instead. Each end is the grid point past which ``min(max(T, R), N / 2)`` kept
+        values lie, rounded outward (tie-aware: a tied value is kept whole), ``T`` the public target that
+        balances the noise against the clipping (:func:`~userdp.vocabulary.aggregates.range_threshold`) and
+        ``R`` the mechanism's resolution; sensitivity ``L0 Linf`` (:func:`~userdp.vocabulary.aggregates.
+        choose_value_range`).
     bounds, select_fraction, key_fraction, max_keys, l0s, linfs:
         As in :func:`userdp.releases.key_counts`.
     engine, rng:
@@ -173,6 +176,7 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
     else:
         l0, linf = plan["l0s"][0], plan["linfs"][0]
     l0, linf = int(l0), int(linf)
+    threshold = None
     if plan["range_fixed"]:
         lo, hi = plan["value_range"]
     else:  # the range: each person's smallest and largest kept value, ranked on the public grid
@@ -180,7 +184,8 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
         _, rows = value_sums(partial(range_counts_part, counted=counted, l0=l0, linf=linf, grid=grid),
                              1 + 2 * grid.size)  # fmt: skip
         row = rows[0] if len(rows) else np.zeros(1 + 2 * grid.size, dtype=np.int64)
-        lo, hi, _ = choose_value_range(row, grid, plan["epsilon_range"], plan["range_quantile"], src)
+        threshold = range_threshold(n_keys, count_noise_sd(plan, l0, linf, n_keys))
+        lo, hi, _ = choose_value_range(row, grid, plan["epsilon_range"], threshold, l0 * linf, src)
     r, klo, khi = lattice_of(lo, hi)
     w = khi - klo
     sens = {"N": l0 * linf, "U": l0, "S1": l0 * linf * w, "S2": l0 * linf * w * w}
@@ -245,6 +250,8 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
         "l0": l0,
         "linf": linf,
         "value_range": "given" if plan["range_fixed"] else "auto",
+        "value_domain": plan["value_domain"],
+        "range_threshold": threshold,
         "epsilon_range": plan["epsilon_range"],
         "lo": float(lo),
         "hi": float(hi),
@@ -259,13 +266,12 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
         f"values clipped to [{lo:.6g}, {hi:.6g}] ({'given' if plan['range_fixed'] else 'chosen privately'}) on a "
         f"lattice of step {r:.3g}; each person's {l0} keys of most records and at most {linf} records on each "
         f"({'chosen by GEM' if plan['auto'] else 'given'}); " + "; ".join(f"{q} noise sd {sds[q]:.3g}" for q in sds)
-        + ("; the range was chosen over the geometric grid (value_domain='geometric'), where every candidate "
-           "beyond the persons' largest (or smallest) values scores alike and only the base measure favours the "
-           "near ones: it can come out orders of magnitude too wide whatever the number of persons when values "
-           "are tied (ratings, counts), and with fewer than about "
-           f"{2 * math.log(plan['grid'].size) / (plan['epsilon_range'] / 2) / plan['range_quantile']:.0f} persons at "
-           "this epsilon otherwise: give value_range (--range) or value_domain (--domain)"
-           if not plan["range_fixed"] and plan["grid"] is VALUE_GRID else "")
+        + (f"; the range was chosen privately over "
+           f"{'the default grid (0 and +-{1, 1.25, 1.5, 1.75} 2^j)' if plan['value_domain'] is None else 'the domain'}"
+           f": each end the grid point past which min({threshold:.3g}, half the kept values) lie, rounded outward "
+           "(the target that balances the noise a wider range adds against the clipping it removes); with few "
+           "persons for the budget an end can land far from the data, which a public value_range (--range) avoids"
+           if not plan["range_fixed"] else "")
     )  # fmt: skip
     mechanism = (
         "per-key aggregates: "

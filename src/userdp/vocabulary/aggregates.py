@@ -12,10 +12,12 @@ The steps, each with its share of ``epsilon`` (they compose sequentially; ``docs
 2. **Bounds** ``(L0, Linf)``: GEM over the public grid with the counts' scores
    (:func:`userdp.vocabulary.choose_bounds_from_kept`, ``select_fraction`` of what is left).
 3. **Value range** ``[lo, hi]`` (:func:`choose_value_range`, ``range_fraction`` of what is left, half for
-   each end): the exact exponential mechanism over a public grid, scoring each candidate by the rank of the
-   persons' *smallest* (for ``lo``) or *largest* (for ``hi``) kept value: one number per person, so adding
-   or removing a person moves every score by at most ``max(q, 1 - q) <= 1``: sensitivity 1. A public base
-   measure (:func:`range_prior`) keeps the grid's empty far ends from outweighing the data.
+   each end): the exact exponential mechanism over a public grid (by default :data:`VALUE_GRID`, no domain
+   needed), with the tie-aware rank score :func:`range_scores` of the persons' *kept values* rounded outward
+   onto the grid, at the public target ``min(max(T, R), N / 2)`` values beyond each end
+   (:func:`range_threshold`, :func:`range_resolution`): sensitivity ``L0 Linf`` (a person keeps at most that
+   many values). A public base measure (:func:`range_prior`) keeps the grid's empty far ends from
+   outweighing the data.
 4. **Statistics**: the rest, split equally between the noisy quantities the requested statistics need
    (:func:`plan_aggregate`).
 
@@ -63,12 +65,14 @@ from ..noise import RngLike, calibrate_laplace, discrete_laplace, exponential_me
 
 __all__ = [
     "LATTICE_STEPS",
-    "RANGE_QUANTILE",
+    "RANGE_RESOLUTION",
+    "RANGE_TAU",
     "STATISTICS",
     "VALUE_GRID",
     "aggregate_estimates",
     "bounded_rows",
     "choose_value_range",
+    "count_noise_sd",
     "domain_grid",
     "integer_laplace",
     "lattice_of",
@@ -78,24 +82,29 @@ __all__ = [
     "quantile_grid",
     "quantile_scores",
     "range_counts_part",
+    "grid_levels",
     "range_prior",
+    "range_resolution",
     "range_scores",
+    "range_threshold",
     "stat_sums_part",
 ]
 
 STATISTICS = ("count", "users", "sum", "mean", "variance", "quantile")
 LATTICE_STEPS = 4096  # the value range spans at most this many lattice steps (W <= 4096: S2 rows below 2^24)
 QUANTILE_POINTS = 257  # the candidates of a per-key quantile: lattice points evenly spread over [lo, hi]
-RANGE_QUANTILE = 0.1  # lo: 10% of the persons' smallest values lie below it; hi: 10% of their largest above
+RANGE_RESOLUTION = 1.5  # the range's target is at least this many ln(G) nats of margin (range_resolution)
+RANGE_TAU = 0.5  # the range's target: this many times K sd_N kept values beyond each end (range_threshold)
 DOMAIN_POINTS = 65  # a user-given domain [LO, HI]: the range's candidates, evenly spaced
 LATTICE_SPAN = 2.0**40  # |lo|, |hi| at most this many range widths: |k| <= 2^52 + 1, so 2k - (k_lo + k_hi) fits int64
 LATTICE_MIN_WIDTH = 2.0**-900  # a narrower range would make the lattice step (hi - lo) / 4096 underflow
 
 
 def _default_grid() -> np.ndarray:
-    """The default public grid of range ends: 0 and ``±m 2^j`` for ``m in {1, 1.5}``, ``j`` in ``[-10, 40]``
-    (from about 0.001 to about 1.6e12, half an octave apart)."""
-    pos = sorted({m * 2.0**j for j in range(-10, 41) for m in (1.0, 1.5)})
+    """The default public grid of range ends: 0 and ``±m 2^j`` for ``m in {1, 1.25, 1.5, 1.75}``, ``j`` in
+    ``[-10, 40]`` (409 points from about 0.001 to about 1.9e12, a quarter octave apart: every whole number up to
+    8 and the halves up to 4 are on it, and a value is at most 1.25 times its grid point's magnitude)."""
+    pos = sorted({m * 2.0**j for j in range(-10, 41) for m in (1.0, 1.25, 1.5, 1.75)})
     return np.array([-x for x in reversed(pos)] + [0.0] + pos, dtype=np.float64)
 
 
@@ -205,17 +214,11 @@ def plan_aggregate(
     rng_pair = _range_pair(value_range, "value_range") if fixed else None
     if value_domain is not None and fixed:
         raise ParameterError("give a value_range (fixed, nothing spent) or a value_domain (searched), not both")
-    if not fixed and value_domain is None:
-        raise ParameterError(
-            "give a public value_range (LO, HI) (--range LO,HI: values clipped to it, nothing spent) or a public "
-            "value_domain (LO, HI) (--domain LO,HI: the range chosen privately among 65 points of it); "
-            "value_domain='geometric' (--domain geometric) searches 0 and +-{1, 1.5} 2^j over every magnitude, "
-            "which can come out orders of magnitude too wide"
-        )
     if isinstance(value_domain, str) and value_domain != "geometric":
         raise ParameterError(f"value_domain must be a pair LO,HI or 'geometric', got {value_domain!r}")
-    geometric = isinstance(value_domain, str)
-    grid = VALUE_GRID if geometric or value_domain is None else domain_grid(*_range_pair(value_domain, "value_domain"))
+    domain = None if value_domain is None or isinstance(value_domain, str) else _range_pair(value_domain,
+                                                                                            "value_domain")
+    grid = VALUE_GRID if domain is None else domain_grid(*domain)  # 'geometric': the default grid, by name
     _check_lattice(np.array(rng_pair) if fixed else grid, "value_range" if fixed else "value_domain")
     try:
         rf = float(range_fraction)
@@ -251,7 +254,7 @@ def plan_aggregate(
         "range_fixed": fixed,
         "value_range": rng_pair,
         "grid": grid,
-        "range_quantile": RANGE_QUANTILE,
+        "value_domain": domain,
     }
 
 
@@ -362,19 +365,17 @@ def _kept(batch: Any, counted: np.ndarray, l0: int, linf: int):
 
 
 def range_counts_part(batch: Any, counted: np.ndarray, l0: int, linf: int, grid: np.ndarray):
-    """One batch's share of the range's rank counts, one row labelled ``""``: the persons with a kept value,
-    then for each grid point ``c`` the persons whose smallest kept value is below ``c``, then those whose
-    largest kept value is above ``c``."""
-    person, _, values = _kept(batch, counted, l0, linf)
+    """One batch's share of the range's rank counts, one row labelled ``""``: the kept records, then for each
+    grid point ``c`` the kept values below ``c``, then those above ``c``. A person has at most ``l0 linf`` kept
+    records, so each count moves by at most that when a person is added or removed."""
+    _, _, values = _kept(batch, counted, l0, linf)
     grid = np.asarray(grid, dtype=np.float64)
     row = np.zeros(1 + 2 * grid.size, dtype=np.int64)
-    if person.size:
-        start = np.flatnonzero(np.r_[True, person[1:] != person[:-1]])
-        lows = np.minimum.reduceat(values, start)
-        highs = np.maximum.reduceat(values, start)
-        row[0] = start.size
-        row[1 : 1 + grid.size] = np.searchsorted(np.sort(lows), grid, side="left")  # #{low < c}
-        row[1 + grid.size :] = start.size - np.searchsorted(np.sort(highs), grid, side="right")  # #{high > c}
+    if values.size:
+        v = np.sort(values)
+        row[0] = v.size
+        row[1 : 1 + grid.size] = np.searchsorted(v, grid, side="left")  # #{x < c}
+        row[1 + grid.size :] = v.size - np.searchsorted(v, grid, side="right")  # #{x > c}
     return np.array([""], dtype=object), row.reshape(1, -1)
 
 
@@ -442,43 +443,113 @@ def quantile_scores(le: np.ndarray, lt: np.ndarray, n: int, q: float) -> np.ndar
 # --------------------------------------------------------------------------------------------
 
 
-def range_scores(below_or_above: np.ndarray, n: int, q: float) -> np.ndarray:
-    """The rank scores ``-|count(c) - q n|`` of a range end (sensitivity ``max(q, 1 - q) <= 1``)."""
-    return -np.abs(np.asarray(below_or_above, dtype=np.float64) - q * float(n))
+def range_scores(outside: np.ndarray, inner: np.ndarray, threshold: float) -> np.ndarray:
+    """The tie-aware rank scores of a range end's candidates: ``-max(0, outside(c) - m, m - inner(c))``, with
+    ``outside(c)`` the kept values beyond ``c`` (below ``c`` for ``lo``, above ``c`` for ``hi``), ``inner(c)``
+    the same count at the grid's next point inward (the one above ``c`` for ``lo``, below it for ``hi``;
+    ``+inf`` for ``hi``'s innermost candidate, the point above ``lo``) and ``m`` the target
+    (:func:`choose_value_range`: ``min(T, N / 2)``). This is the tie-aware rank score of the values rounded
+    *outward* onto the grid (down to the grid point at or below for ``lo``, up to the one at or above for
+    ``hi``): 0 exactly on the grid cell past which ``m`` values lie, so a tied value (a rating of 5) puts the end
+    at the first grid point that keeps it, and every candidate farther out scores ``-(m - outside)``, ``-m``
+    past the data."""
+    t = float(threshold)
+    outside = np.asarray(outside, dtype=np.float64)
+    inner = np.asarray(inner, dtype=np.float64)
+    return -np.maximum(0.0, np.maximum(outside - t, t - inner))
 
 
-def range_prior(distance: np.ndarray, epsilon: float) -> np.ndarray:
-    """The exponential mechanism's public base measure ``mu(c) ∝ (1 + d(c))^-2`` as a score shift
-    ``(2 / epsilon) ln mu = -(4 / epsilon) ln(1 + d)``, ``d`` a candidate's distance in grid steps from a
-    public anchor. Data-independent, so it leaves the scores' sensitivity as it is; it makes the far, data-free
-    ends of the grid (where every rank score is the same) weigh little in all: without it a geometric grid's
-    ~100 empty candidates would outweigh the right one at small epsilon."""
-    return -(4.0 / float(epsilon)) * np.log1p(np.asarray(distance, dtype=np.float64))
+def range_resolution(sensitivity: float, epsilon: float, points: int) -> float:
+    """The fewest values beyond an end the range's exponential mechanism can place reliably:
+    ``R = 2 RANGE_RESOLUTION Delta ln(G) / epsilon`` (``Delta = L0 Linf``, ``epsilon`` one end's share, ``G``
+    grid points), at which every candidate past the data is ``RANGE_RESOLUTION ln G`` nats less likely than the
+    right one. A smaller target (few keys, a small ``T``) would leave the end to the base measure. Public."""
+    return 2.0 * RANGE_RESOLUTION * float(sensitivity) * math.log(int(points)) / float(epsilon)
+
+
+def range_threshold(n_keys: int, noise_sd: float) -> float:
+    """The range's public target ``T = RANGE_TAU * max(K, 1) * sd_N`` kept values beyond each end: ``K`` keys
+    released, ``sd_N`` the noise sd of the records per key ``N`` (:func:`count_noise_sd`). Moving an end
+    outward by ``dx`` adds noise of sd ``sd_N dx / 2`` to each of the ``K`` keys' sums (``S1``'s sensitivity is
+    ``L0 Linf`` half-widths) and removes the clipping of each value beyond it by ``dx``: the keys' total error
+    is least about where ``K sd_N / 2`` values lie beyond (``RANGE_TAU = 1/2``). A function of public numbers
+    only (the keys, the chosen bounds and the plan's calibration), so it leaves the scores' sensitivity as is."""
+    return RANGE_TAU * max(int(n_keys), 1) * float(noise_sd)
+
+
+def grid_levels(grid: np.ndarray) -> np.ndarray:
+    """The public levels the range's base measure measures distance in: on the default grid
+    (:data:`VALUE_GRID`) a point's octave ``max(0, floor(log2 |c|) + 1)`` (0 and every magnitude below 1 at
+    level 0, ``[1, 2)`` at 1, ``[2, 4)`` at 2, ...); on any other grid (a domain's evenly spaced points) its
+    index."""
+    grid = np.asarray(grid, dtype=np.float64)
+    if grid.size != VALUE_GRID.size or not np.array_equal(grid, VALUE_GRID):
+        return np.arange(grid.size, dtype=np.int64)
+    mag = np.abs(grid)
+    out = np.zeros(grid.size, dtype=np.int64)
+    nz = mag > 0
+    out[nz] = np.maximum(0, np.floor(np.log2(mag[nz])).astype(np.int64) + 1)
+    return out
+
+
+def range_prior(levels: np.ndarray, anchor: int, epsilon: float, sensitivity: float = 1.0) -> np.ndarray:
+    """The exponential mechanism's public base measure over the candidates with the given ``levels``
+    (:func:`grid_levels`): mass ``∝ (1 + d)^-2`` for the candidates at level distance ``d = |level - anchor|``,
+    shared equally among them, as a score shift ``(2 Delta / epsilon) ln mu`` (``Delta`` the scores'
+    sensitivity). Data-independent, so it leaves the scores' sensitivity as it is; it makes the far, data-free
+    ends of the grid (where every rank score is the same) weigh little in all, and a magnitude weigh the same
+    however many grid points it holds."""
+    d = np.abs(np.asarray(levels, dtype=np.int64) - int(anchor))
+    _, inv, cnt = np.unique(d, return_inverse=True, return_counts=True)
+    log_mu = -2.0 * np.log1p(d.astype(np.float64)) - np.log(cnt[inv].astype(np.float64))
+    return (2.0 * float(sensitivity) / float(epsilon)) * log_mu
 
 
 def choose_value_range(
-    row: np.ndarray, grid: np.ndarray, epsilon: float, q: float = RANGE_QUANTILE, rng: RngLike = None
+    row: np.ndarray,
+    grid: np.ndarray,
+    epsilon: float,
+    threshold: float,
+    sensitivity: int,
+    rng: RngLike = None,
 ) -> tuple[float, float, dict]:
-    """``[lo, hi]`` from the range counts (:func:`range_counts_part`, summed over the persons): ``lo`` by the
-    exact exponential mechanism (:func:`userdp.noise.exponential_mechanism`, sensitivity 1, ``epsilon / 2``)
-    over the grid less its largest point, scored by :func:`range_scores` of the persons whose smallest value is
-    below each candidate at ``q``, with the base measure :func:`range_prior` around the grid's point nearest 0;
-    then ``hi`` likewise (``epsilon / 2``) over the grid points above ``lo``, from the persons whose largest
-    value is above each candidate, the base measure around ``lo``. ``epsilon``-DP (add or remove one person):
-    each person adds at most 1 to one count of each end and to ``n``, so each score moves by at most
-    ``max(q, 1 - q) <= 1``."""
+    """``[lo, hi]`` from the range counts (:func:`range_counts_part`, summed over the persons' kept values):
+    ``lo`` by the exact exponential mechanism (:func:`userdp.noise.exponential_mechanism`, ``epsilon / 2``) over
+    the grid less its largest point, scored by :func:`range_scores` of the values below each candidate and
+    below the next point up, then ``hi`` likewise (``epsilon / 2``) over the grid points above ``lo`` from the
+    values above each candidate and above the next point down (nothing counted inward of ``hi``'s innermost
+    candidate, whose only inner neighbour is ``lo``). The target is ``m = min(max(threshold, R), N / 2)``, ``N``
+    the kept values and ``R`` the mechanism's resolution (:func:`range_resolution`, public): with more noise than
+    data the range closes around the middle of the values. Public base
+    measures (:func:`range_prior`) around the level of the grid's point nearest 0 (``lo``) and of ``lo``
+    (``hi``).
+
+    ``epsilon``-DP (add or remove one person) with ``sensitivity = L0 Linf``: the person has ``k <= L0 Linf``
+    kept values (the bounding is a function of each person's records alone), so ``N`` moves by ``k``, ``m`` by
+    between 0 and ``k / 2``, and every count by between 0 and ``k``, all the same way; ``outside - m`` and
+    ``m - inner`` each move by at most ``k``, and so does the score."""
     src = resolve_rng(rng)
     grid = np.asarray(grid, dtype=np.float64)
     row = np.asarray(row, dtype=np.int64).reshape(-1)
     g = grid.size
-    n, below, above = int(row[0]), row[1 : 1 + g], row[1 + g :]
+    below, above = row[1 : 1 + g], row[1 + g :]
     e = float(epsilon) / 2
-    zero = int(np.argmin(np.abs(grid[:-1])))
-    s_lo = range_scores(below[:-1], n, q) + range_prior(np.abs(np.arange(g - 1) - zero), e)
-    i = exponential_mechanism(s_lo, 1.0, e, src)
-    s_hi = range_scores(above[i + 1 :], n, q) + range_prior(np.arange(g - i - 1), e)
-    j = i + 1 + exponential_mechanism(s_hi, 1.0, e, src)
-    return float(grid[i]), float(grid[j]), {"scores_lo": s_lo, "scores_hi": s_hi}
+    m = min(max(float(threshold), range_resolution(sensitivity, e, g)), float(row[0]) / 2)
+    levels = grid_levels(grid)
+    zero = levels[int(np.argmin(np.abs(grid[:-1])))]
+    s_lo = range_scores(below[:-1], below[1:], m) + range_prior(levels[:-1], zero, e, sensitivity)
+    i = exponential_mechanism(s_lo, float(sensitivity), e, src)
+    inner = np.r_[np.inf, above[i + 1 : -1]]  # the innermost candidate has nothing inward but lo
+    s_hi = range_scores(above[i + 1 :], inner, m) + range_prior(levels[i + 1 :], levels[i], e, sensitivity)
+    j = i + 1 + exponential_mechanism(s_hi, float(sensitivity), e, src)
+    return float(grid[i]), float(grid[j]), {"scores_lo": s_lo, "scores_hi": s_hi, "target": m}
+
+
+def count_noise_sd(plan: dict, l0: int, linf: int, n_keys: int) -> float:
+    """The noise sd of the records per key ``N`` under the bounds ``(l0, linf)`` (sensitivity ``l0 linf``), from
+    the public plan alone: ``sqrt(2)`` times the lattice Laplace's scale at ``epsilon_quantity``."""
+    cal = calibrate_laplace(float(int(l0) * int(linf)), plan["epsilon_quantity"], dim=max(1, int(n_keys)))
+    return math.sqrt(2.0) * cal.scale
 
 
 def integer_laplace(
