@@ -39,9 +39,16 @@ at most ``Linf`` records each):
 * ``U`` persons per key: ``L0`` (a person counts once on each of at most ``L0`` keys);
 * ``S1 = sum y`` (the centred sum): ``L0 Linf W``;
 * ``S2 = sum y^2``: ``L0 Linf W^2``;
-* quantiles: per key, the exponential mechanism over 257 lattice points spread over ``[lo, hi]`` with the
-  rank score :func:`quantile_scores` of sensitivity ``Linf`` (a person holds at most ``Linf`` of the key's
-  values), at ``epsilon_q / L0`` per key (a person touches at most ``L0`` keys).
+* quantiles (:data:`RESOLUTION_FRACTION` = a quarter of their shares for one grid, the rest per level): first
+  the grid, ``2^j`` lattice steps apart (:func:`resolution_levels`: at most 257 points over the range, at
+  least 2 steps), by the exponential mechanism over ``j`` (:func:`choose_resolution`) with the tie-aware rank
+  score of the persons' levels ``v_p`` (the coarsest grid all of a person's kept values lie on,
+  :func:`resolution_counts_part`): one number per person, sensitivity ``max(q, 1 - q) <= 1``; then per key
+  and level the exponential mechanism over that grid's points and the range's ends (:func:`quantile_grid`)
+  with the rank score :func:`quantile_scores` of sensitivity ``Linf`` (a person holds at most ``Linf`` of
+  the key's values), at ``epsilon_level / L0`` per key (a person touches at most ``L0`` keys). On tied
+  values (ratings 1..5, hours) the grid is theirs, so no candidate stands for an empty gap between two
+  values; on continuous ones it is the finest (257 points, as before).
 
 **The estimators** (post-processing): ``sum = mid N~ + (r / 2) S1~`` (PipelineDP's normalized sum: the
 centred sum's sensitivity is ``(hi - lo) / 2`` per record, not ``max(|lo|, |hi|)``); ``mean = mid +
@@ -186,7 +193,9 @@ def plan_aggregate(
     Laplace). Of what is left, ``epsilon_range = range_fraction`` of it chooses the value range (half for each
     end; nothing with a given ``value_range``), and the rest is split equally between the noisy quantities
     (:func:`quantities_of`), each calibrated at the largest candidate bounds and the widest lattice here, so
-    that no calibration can be refused after the data are read."""
+    that no calibration can be refused after the data are read. With quantiles, :data:`RESOLUTION_FRACTION`
+    of their shares (``epsilon_resolution``) chooses their grid once, and each level's per-key draws get the
+    rest of its share (``epsilon_quantile``)."""
     from .counts import BOUND_GRID, plan_key_counts
 
     if isinstance(stats, str):
