@@ -113,6 +113,8 @@ def exponential_mechanism(
     if log is None:
         return _exponential_draw(fr, ratio, monotone, mult, src)
     forced = log.forced()  # the exact auditor's replay of a neighbour's choice (userdp.noise.trace)
+    if forced is not None and not 0 <= forced < len(fr):
+        raise ValueError(f"replayed choice {forced} is not one of {len(fr)} candidates")
     i = _exponential_draw(fr, ratio, monotone, mult, src) if forced is None else forced
     _trace.note("exponential", i, scores=np.asarray(scores, dtype=np.float64).reshape(-1).copy(),
                 sensitivity=float(sensitivity), epsilon=float(epsilon), monotone=bool(monotone),
