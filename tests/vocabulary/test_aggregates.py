@@ -269,8 +269,8 @@ def test_the_resolution_finds_the_grid_the_values_lie_on():
 
 def test_the_quantiles_grid_and_levels_share_their_budget():
     p = plan_aggregate(1.0, stats=["mean", "quantile:0.5,0.9"], value_range=(1, 5), bounds=(2, 2))
-    assert p["epsilon_resolution"] == pytest.approx(0.25 * 2 * p["epsilon_quantity"])
+    assert p["epsilon_resolution"] == pytest.approx(0.1 * 2 * p["epsilon_quantity"])
     assert p["epsilon_resolution"] + 2 * p["epsilon_quantile"] <= 2 * p["epsilon_quantity"]
-    assert p["epsilon_quantile"] == pytest.approx(0.75 * p["epsilon_quantity"])
+    assert p["epsilon_quantile"] == pytest.approx(0.9 * p["epsilon_quantity"])
     q = plan_aggregate(1.0, stats=["mean"], value_range=(1, 5), bounds=(2, 2))
     assert q["epsilon_resolution"] == 0.0

@@ -254,7 +254,7 @@ MUTANTS: list[Mutant] = [
         'parts["quantile_resolution_"] = PureDP(0.0, user)',
         (_AUDIT,),
         "the grid's draw is not stated among the release's parts: the guarantee's breakdown (and a ledger reading "
-        "it) misses a quarter of the quantiles' spend",
+        "it) misses a tenth of the quantiles' spend",
     ),
     Mutant(
         "agg-quantile-level-spends-the-grid-share",
@@ -263,8 +263,8 @@ MUTANTS: list[Mutant] = [
         'exponential_mechanism(scores, float(linf), plan["epsilon_quantile"] / l0, src)',
         'exponential_mechanism(scores, float(linf), plan["epsilon_quantity"] / l0, src)',
         (_AUDIT,),
-        "each level's per-key draws spend the level's whole share although the grid took a quarter of it: the "
-        "quantiles spend 1.25 times their share, the release more than its epsilon",
+        "each level's per-key draws spend the level's whole share although the grid took a tenth of it: the "
+        "quantiles spend 1.11 times their share, the release more than its epsilon",
         (1,),
     ),
 ]

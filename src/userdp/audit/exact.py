@@ -899,15 +899,18 @@ def _draw_log_law(d: dict) -> np.ndarray:
     return z - math.log(np.exp(z).sum())
 
 
-def _draw_loss(a: dict, b: dict) -> tuple[float, float]:
-    """Two recorded draws of one step on neighbouring inputs (under the same earlier choices): ``(exact, bound)``.
+def _draw_loss(a: dict, b: dict) -> tuple[float, float, float]:
+    """Two recorded draws of one step on neighbouring inputs (under the same earlier choices): ``(exact, bound,
+    handed)``.
     ``exact`` is the worst privacy loss between their exact laws: an exponential mechanism's ``max_i |ln P(i) -
     ln P'(i)|``; the lattice Laplace's ``sup_v ln P(v) / P'(v) = sum_j |k_j - k'_j| / t`` (each coordinate ``g (k_j
     + Z_j)``, ``Z_j ~ DLap(t)``, whose ratio ``exp((|v - k'| - |v - k|) / t)`` reaches its bound beyond both
     centres). ``bound`` is what the draw's own guarantee allows at these inputs: for an exponential mechanism
     ``epsilon max_i |s_i - s'_i| / Delta`` (its epsilon times how far the scores really moved in units of the
     sensitivity it was handed: above its epsilon exactly when the stated sensitivity is too small), for the
-    Laplace the exact loss. A draw whose kind, size or calibration differs between the two is an error (the
+    Laplace the exact loss. ``handed`` is the epsilon the draw was handed when its inputs moved at all (0
+    otherwise): summed over a step, what its draws claim for this neighbour (a person's ``L0`` keys' quantile
+    draws at ``epsilon / L0`` each). A draw whose kind, size or calibration differs between the two is an error (the
     release's steps must not depend on who is in the data)."""
     if a["kind"] != b["kind"]:
         raise AssertionError(f"step {a['step']!r}: draws of kinds {a['kind']} and {b['kind']}")
@@ -918,12 +921,12 @@ def _draw_loss(a: dict, b: dict) -> tuple[float, float]:
             raise AssertionError(f"step {a['step']!r}: the exponential mechanism's inputs depend on the data")
         exact = float(np.max(np.abs(_draw_log_law(a) - _draw_log_law(b))))
         moved = float(np.max(np.abs(np.asarray(a["scores"]) - np.asarray(b["scores"]))))
-        return exact, float(a["epsilon"]) * moved / float(a["sensitivity"])
+        return exact, float(a["epsilon"]) * moved / float(a["sensitivity"]), float(a["epsilon"]) * (moved > 0)
     if a["kind"] == "laplace":
         if (a["t"], a["granularity"], len(a["lattice"])) != (b["t"], b["granularity"], len(b["lattice"])):
             raise AssertionError(f"step {a['step']!r}: the noise's calibration depends on the data")
         exact = sum(abs(int(x) - int(y)) for x, y in zip(a["lattice"], b["lattice"], strict=True)) / a["t"]
-        return exact, exact
+        return exact, exact, float(a["epsilon"]) * (exact > 0)
     raise AssertionError(f"step {a['step']!r}: no exact law for draws of kind {a['kind']!r}")
 
 
@@ -957,8 +960,9 @@ def audit_aggregate(
     ends, the quantiles' grid, each key's quantile), the integer sums and the discrete Laplace's ``t`` and
     granularity of each noisy quantity ``N``, ``U``, ``S1``, ``S2`` -- as the library computes them. The second run
     replays the first's choices (sequential composition conditions each step on the earlier ones); both orders
-    are run. Each step's exact worst loss (:func:`_draw_loss`, summed over the step's draws: the keys' draws are
-    independent) is checked against its stated share in ``extras["composed_of"]`` (the range's two ends
+    are run. Each step's exact worst loss, its draws' bound at the inputs seen and the epsilon handed to the draws the
+    person moved (:func:`_draw_loss`, summed over the step's draws: the keys' draws are independent) are checked
+    against its stated share in ``extras["composed_of"]`` (the range's two ends
     together), and the shares' total against the release's guarantee; a step drawing without a stated share, or a
     stated share whose draws the auditor cannot see, fails. ``options`` go to the release.
 
@@ -1003,10 +1007,10 @@ def audit_aggregate(
                         continue
                     loss: dict[str, np.ndarray] = {}
                     for a, b in zip(log.draws, log2.draws, strict=True):
-                        loss[a["step"]] = loss.get(a["step"], np.zeros(2)) + np.array(_draw_loss(a, b))
+                        loss[a["step"]] = loss.get(a["step"], np.zeros(3)) + np.array(_draw_loss(a, b))
                     for step, x in loss.items():
                         shares[step] = _step_share(parts, step)
-                        old = worst.get(step, (np.zeros(2) - 1, None, None))
+                        old = worst.get(step, (np.zeros(3) - 1, None, None))
                         worst[step] = (np.maximum(old[0], x), (first, second, seed) if x[1] > old[0][1] else old[1],
                                        (first, second, seed) if x[0] > old[0][0] else old[2])  # fmt: skip
                     seen = set(loss)
@@ -1020,7 +1024,8 @@ def audit_aggregate(
         results.append(AuditResult(
             f"{name}: {step}",
             f"{share:.6g}-DP (its stated share)" if share is not None else "no stated share",
-            f"epsilon = {x[0]:.6g} (exact law); {x[1]:.6g} (the draws' epsilon at how far their inputs moved)",
+            f"epsilon = {x[0]:.6g} (exact law); {x[1]:.6g} (the draws' epsilon at how far their inputs moved); "
+            f"{x[2]:.6g} (the epsilon handed to the draws the person moved)",
             ok,
             f"exact over {len(datasets)} datasets, their remove-one-person neighbours and seeds {list(seeds)} "
             f"(earlier choices replayed); worst: {where[0]} against {where[1]}, seed {where[2]} (exact law: "

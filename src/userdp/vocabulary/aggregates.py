@@ -39,7 +39,7 @@ at most ``Linf`` records each):
 * ``U`` persons per key: ``L0`` (a person counts once on each of at most ``L0`` keys);
 * ``S1 = sum y`` (the centred sum): ``L0 Linf W``;
 * ``S2 = sum y^2``: ``L0 Linf W^2``;
-* quantiles (:data:`RESOLUTION_FRACTION` = a quarter of their shares for one grid, the rest per level): first
+* quantiles (:data:`RESOLUTION_FRACTION` = a tenth of their shares for one grid, the rest per level): first
   the grid, ``2^j`` lattice steps apart (:func:`resolution_levels`: at most 257 points over the range, at
   least 2 steps), by the exponential mechanism over ``j`` (:func:`choose_resolution`) with the tie-aware rank
   score of the persons' levels ``v_p`` (the coarsest grid all of a person's kept values lie on,
@@ -98,7 +98,7 @@ STATISTICS = ("count", "users", "sum", "mean", "variance", "quantile")
 LATTICE_STEPS = 4096  # the value range spans at most this many lattice steps (W <= 4096: S2 rows below 2^24)
 QUANTILE_POINTS = 257  # a per-key quantile's finest grid has at most this many candidates (plus the ends)
 RESOLUTION_QUANTILE = 0.1  # the quantiles' grid: about this fraction of the persons may have values off it
-RESOLUTION_FRACTION = 0.25  # of the quantiles' budget, the share that chooses their grid (one step for all levels)
+RESOLUTION_FRACTION = 0.1  # of the quantiles' budget, the share that chooses their grid (one step for all levels)
 RANGE_QUANTILE = 0.1  # lo: 10% of the persons' smallest values lie below it; hi: 10% of their largest above
 DOMAIN_POINTS = 65  # a user-given domain [LO, HI]: the range's candidates, evenly spaced
 LATTICE_SPAN = 2.0**40  # |lo|, |hi| at most this many range widths: |k| <= 2^52 + 1, so 2k - (k_lo + k_hi) fits int64
