@@ -211,3 +211,105 @@ def test_hockey_stick_is_the_larger_of_both_directions():
             sup = max(sup, P[S].sum() - math.exp(eps) * Q[S].sum(), Q[S].sum() - math.exp(eps) * P[S].sum())
         assert hockey_stick(P, Q, eps) == pytest.approx(sup, abs=1e-15)
     assert hockey_stick(P, Q, math.log(2)) == pytest.approx(0.2)  # only Q -> P: the third value
+
+
+# --------------------------------------------------------------------------------------------
+# Per-key aggregates: the exact step-by-step audit of the default path, and broken variants caught
+# --------------------------------------------------------------------------------------------
+
+AGG_TINY = [
+    [[("a", 0.0), ("b", 2.0)], [("a", 2.0), ("b", 0.5)], [("a", 1.0), ("b", 1.0)]],
+    [[("a", 0.25)] * 4 + [("b", 1.5)] * 4, [("a", 2.0), ("b", 0.0)]],
+    [[("a", 0.3), ("a", 1.0)], [("b", 0.75)]],
+]
+
+
+def _agg_audit(given: bool):
+    from userdp.audit import audit_aggregate
+
+    if given:  # the range given: the quantiles' grid and draws see the values
+        return audit_aggregate(AGG_TINY, 1.0, stats=("count", "mean", "quantile:0.1,0.9"), value_domain=None,
+                               value_range=(0.0, 2.0), l0s=(1, 2), linfs=(1, 4), seeds=(0,))  # fmt: skip
+    return audit_aggregate(AGG_TINY, 1.0, stats=("users", "variance"), value_domain=(0.0, 2.0), l0s=(1, 2),
+                           linfs=(1, 4), seeds=(0,))  # fmt: skip
+
+
+def _by_step(results):
+    return {r.mechanism.split(": ", 1)[1]: r for r in results}
+
+
+def test_the_aggregates_audit_passes_every_step_of_the_default_path(monkeypatch):
+    """``userdp audit aggregate``: every step (GEM's bounds, the range, N, U, S1, S2, the quantiles' grid and each
+    level's per-key draws) within its stated share, exactly, and the shares adding up to the guarantee."""
+    import userdp.audit as audit
+    from userdp.cli.main import main
+
+    got: list = []
+    real = audit.audit_aggregate_release
+    monkeypatch.setattr(audit, "audit_aggregate_release", lambda: got.extend(real()) or list(got))
+    assert main(["audit", "aggregate"]) == 0  # the command runs this audit and exits 0 when every step passes
+    results = got
+    assert all(r.passed for r in results), "\n".join(map(str, results))
+    steps = [r.mechanism.split(": ", 1)[1] for r in results]
+    for s in ("bounds", "range", "N", "U", "S1", "S2", "quantile_resolution", "Q0.1", "Q0.9", "the shares"):
+        assert s in steps
+    # the audit is tight where the mechanism is: the noisy sums' exact loss is their share
+    n = _by_step(results[:10])["N"]
+    assert "epsilon = 0.1 (exact law)" in n.measured
+
+
+def _halve_arg(monkeypatch, module, name, position):
+    real = getattr(module, name)
+
+    def halved(*args, **kw):
+        args = list(args)
+        args[position] = args[position] / 2
+        return real(*args, **kw)
+
+    monkeypatch.setattr(module, name, halved)
+
+
+@pytest.mark.parametrize("variant", ["quantile", "laplace", "range", "resolution", "bounds"])
+def test_the_aggregates_audit_catches_a_halved_sensitivity(monkeypatch, variant):
+    """A halved sensitivity monkeypatched into the library -- each key's quantile draw, the noisy sums' Laplace,
+    the range's scores, the quantiles' grid's scores, GEM's normalized scores (a halved sensitivity is a doubled
+    score) -- fails that step's audit and only that step's."""
+    import importlib
+
+    agg = importlib.import_module("userdp.releases.aggregate")
+    mech = importlib.import_module("userdp.vocabulary.aggregates")
+    gem = importlib.import_module("userdp.distinct.release")
+    if variant == "quantile":
+        _halve_arg(monkeypatch, agg, "exponential_mechanism", 1)
+    elif variant == "laplace":
+        _halve_arg(monkeypatch, agg, "integer_laplace", 1)
+    else:
+        module, name = {"range": (mech, "range_scores"), "resolution": (mech, "quantile_scores"),
+                        "bounds": (gem, "gem_scores")}[variant]  # fmt: skip
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, real=real: 2 * real(*a))
+    if variant == "range":  # a public target held fixed (so not N / 2, which halves how far the scores move on
+        # a few persons): the scores then move by a person's whole L0 Linf kept values, and doubled, by twice that
+        monkeypatch.setattr(agg, "range_threshold", lambda *a: 0.5)
+        monkeypatch.setattr(mech, "range_resolution", lambda *a: 0.5)
+    failed = {k for k, r in _by_step(_agg_audit(given=variant in ("quantile", "resolution"))).items() if not r.passed}
+    want = {"quantile": {"Q0.1", "Q0.9"}, "laplace": {"N", "U", "S1", "S2"}, "range": {"range"},
+            "resolution": {"quantile_resolution"}, "bounds": {"bounds"}}[variant]  # fmt: skip
+    assert failed == want, failed
+
+
+def test_the_aggregates_audit_catches_a_doubled_share(monkeypatch):
+    """Each quantile level given twice its share (stated and spent, as a plan that over-splits would): every step
+    is within what it states, but the shares add up to more than the guarantee."""
+    import importlib
+
+    agg = importlib.import_module("userdp.releases.aggregate")
+    real = agg.plan_aggregate
+
+    def doubled(*a, **k):
+        plan = real(*a, **k)
+        return {**plan, "epsilon_quantile": 2 * plan["epsilon_quantile"]}
+
+    monkeypatch.setattr(agg, "plan_aggregate", doubled)
+    results = _by_step(_agg_audit(given=True))
+    assert results["Q0.9"].passed and not results["the shares"].passed

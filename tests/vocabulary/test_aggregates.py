@@ -15,12 +15,16 @@ from userdp.errors import ParameterError
 from userdp.vocabulary.aggregates import (
     VALUE_GRID,
     bounded_rows,
+    choose_resolution,
     integer_laplace,
     lattice_of,
     plan_aggregate,
     quantile_counts_part,
+    quantile_grid,
     range_counts_part,
     range_scores,
+    resolution_counts_part,
+    resolution_levels,
     stat_sums_part,
 )
 
@@ -225,3 +229,62 @@ def test_every_refusal_comes_from_the_parameters_alone():
     fixed = plan_aggregate(1.0, value_range=(1, 5), bounds=(2, 2))
     assert fixed["epsilon_range"] == 0.0 and fixed["epsilon_select"] == 0.0
     assert fixed["epsilon_quantity"] == pytest.approx(0.5)
+
+
+# --------------------------------------------------------------------------------------------
+# The quantiles' grid: the persons' resolution (sensitivity 1), the candidates, the split
+# --------------------------------------------------------------------------------------------
+
+
+def _resolution_row(batch, l0=2, linf=3, lo=-1.0, hi=5.0):
+    counted = np.array(sorted(set(batch.keys)), dtype=object)
+    _, rows = resolution_counts_part(batch, counted, l0, linf, lo, hi)
+    return rows[0]
+
+
+def test_the_resolution_counts_move_by_at_most_one_per_person():
+    """Each person is one level ``v_p``: removing one moves ``n`` by 1 and every ``#{v_p <= j}`` by at most 1
+    (so the tie-aware rank score moves by at most ``max(q, 1 - q)``: sensitivity 1)."""
+    rng = np.random.default_rng(21)
+    for _ in range(10):
+        users, keys, values = _persons(rng)
+        values = np.where(rng.random(values.size) < 0.7, np.round(values * rng.choice([1, 2, 4])) / 4, values)
+        batch = KeyValues(users, keys, values)
+        here = _resolution_row(batch)
+        assert np.all(np.diff(here[1:]) >= 0) and here[-1] == here[0]  # a CDF over the levels, ending at n
+        for u in sorted(set(users)):
+            d = here - _resolution_row(_without(batch, u))
+            assert d[0] == 1 and d.min() >= 0 and d.max() <= 1
+
+
+def test_the_resolution_finds_the_grid_the_values_lie_on():
+    """Integer values on [1, 5] (lattice step 2^-10): the persons' level is 10 (a step of 1), half-integers 9,
+    and the choice at a generous epsilon is that level; the candidates are the multiples and the ends."""
+    rng = np.random.default_rng(22)
+    n = 300
+    users = np.repeat([f"p{i}" for i in range(n)], 3)
+    keys = np.tile(["a", "b", "c"], n).astype(object)
+    for values, want in [(rng.integers(1, 6, users.size).astype(float), 1.0),
+                         (rng.integers(2, 11, users.size) / 2.0, 0.5),
+                         (rng.uniform(1, 5, users.size), None)]:  # fmt: skip
+        row = _resolution_row(KeyValues(users, keys, values), l0=3, linf=1, lo=1.0, hi=5.0)
+        levels = resolution_levels(1.0, 5.0)
+        level, info = choose_resolution(row, levels, 2.0, rng=np.random.default_rng(1))
+        r, klo, khi = lattice_of(1.0, 5.0)
+        if want is None:  # continuous values: the finest grid, at most 257 points and the ends
+            assert level == levels[0] and quantile_grid(1.0, 5.0, level).size <= 259
+        else:
+            assert math.ldexp(r, level) == want, (want, info)
+            assert np.array_equal(quantile_grid(1.0, 5.0, level) * r, np.arange(1.0, 5.0 + want / 2, want))
+    grid = quantile_grid(0.3, 7.9, levels[-1])
+    r, klo, khi = lattice_of(0.3, 7.9)
+    assert grid[0] == klo and grid[-1] == khi and np.all(grid[1:-1] % (1 << int(levels[-1])) == 0)
+
+
+def test_the_quantiles_grid_and_levels_share_their_budget():
+    p = plan_aggregate(1.0, stats=["mean", "quantile:0.5,0.9"], value_range=(1, 5), bounds=(2, 2))
+    assert p["epsilon_resolution"] == pytest.approx(0.1 * 2 * p["epsilon_quantity"])
+    assert p["epsilon_resolution"] + 2 * p["epsilon_quantile"] <= 2 * p["epsilon_quantity"]
+    assert p["epsilon_quantile"] == pytest.approx(0.9 * p["epsilon_quantity"])
+    q = plan_aggregate(1.0, stats=["mean"], value_range=(1, 5), bounds=(2, 2))
+    assert q["epsilon_resolution"] == 0.0

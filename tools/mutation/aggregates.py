@@ -12,6 +12,8 @@ _RANGE = _RA + "test_the_range_choice_exact_privacy_loss_is_within_its_share"
 _SCALE = _RA + "test_the_noise_has_the_scale_the_sensitivities_and_the_split_call_for"
 _REL = "releases/aggregate.py"
 _MECH = "vocabulary/aggregates.py"
+_AUDIT = "tests/test_audit.py::test_the_aggregates_audit_passes_every_step_of_the_default_path"
+_GRID = _VA + "test_the_resolution_finds_the_grid_the_values_lie_on"
 
 MUTANTS: list[Mutant] = [
     Mutant(
@@ -166,8 +168,8 @@ MUTANTS: list[Mutant] = [
         "agg-quantile-epsilon-per-key",
         "budget-split",
         _REL,
-        "exponential_mechanism(scores, float(linf), eps_q / l0, src)",
-        "exponential_mechanism(scores, float(linf), eps_q, src)",
+        'exponential_mechanism(scores, float(linf), plan["epsilon_quantile"] / l0, src)',
+        'exponential_mechanism(scores, float(linf), plan["epsilon_quantile"], src)',
         (_LOSS,),
         "each key's quantile spends the whole share, but a person touches L0 keys: L0 times the epsilon",
         (1,),
@@ -176,8 +178,8 @@ MUTANTS: list[Mutant] = [
         "agg-quantile-sensitivity-one",
         "sensitivity",
         _REL,
-        "exponential_mechanism(scores, float(linf), eps_q / l0, src)",
-        "exponential_mechanism(scores, 1.0, eps_q / l0, src)",
+        'exponential_mechanism(scores, float(linf), plan["epsilon_quantile"] / l0, src)',
+        'exponential_mechanism(scores, 1.0, plan["epsilon_quantile"] / l0, src)',
         (_LOSS,),
         "the quantile's rank scores are handed sensitivity 1, but a person holds up to Linf of a key's values",
         (1,),
@@ -201,6 +203,69 @@ MUTANTS: list[Mutant] = [
         (_RA + "test_a_range_whose_lattice_would_not_fit_is_refused_before_the_data_are_read",),
         "a public range a few subnormals wide passes the plan: its lattice step underflows to 0 and the release "
         "divides by it after the data are read",
+    ),
+    Mutant(
+        "agg-resolution-sensitivity-half",
+        "sensitivity",
+        _MECH,
+        "i = exponential_mechanism(scores, 1.0, float(epsilon), rng)\n    return int(levels[i])",
+        "i = exponential_mechanism(scores, 0.5, float(epsilon), rng)\n    return int(levels[i])",
+        (_AUDIT,),
+        "the quantiles' grid is drawn as if its rank scores moved by 1/2, but one person moves them by up to "
+        "max(q, 1 - q): twice the stated epsilon",
+        (1,),
+    ),
+    Mutant(
+        "agg-resolution-counts-per-record",
+        "sensitivity",
+        _MECH,
+        "vp = np.clip(np.minimum.reduceat(v, start), int(levels[0]), top)\n        row[0] = start.size",
+        "vp = np.clip(v, int(levels[0]), top)\n        row[0] = vp.size",
+        (_VA + "test_the_resolution_counts_move_by_at_most_one_per_person",),
+        "the grid's rank counts count records, not persons: a person moves them by up to L0 Linf, and the "
+        "sensitivity-1 draw leaks L0 Linf times its epsilon",
+        (1,),
+    ),
+    Mutant(
+        "agg-resolution-score-not-tie-aware",
+        "sampler",
+        _MECH,
+        "lt = np.r_[0, le[:-1]]  # v_p < j",
+        "lt = le  # v_p < j",
+        (_GRID,),
+        "the grid's score loses its ties (-|#{v_p <= j} - q n|): on ratings every person sits on the integer grid, "
+        "which then scores -(1 - q) n, and a finer grid is chosen: the gaps between ratings come back",
+    ),
+    Mutant(
+        "agg-quantile-grid-every-lattice-point",
+        "sampler",
+        _MECH,
+        "step = 1 << int(resolution_levels(lo, hi)[0] if level is None else level)",
+        "step = 1",
+        (_GRID, _RA + "test_tied_ratings_get_their_exact_quantiles"),
+        "every lattice point a candidate whatever grid was chosen: up to 4,097 per key, most standing for the empty "
+        "gaps between tied values, and the medians of ratings land between them",
+    ),
+    Mutant(
+        "agg-quantile-resolution-share-unstated",
+        "budget-split",
+        _REL,
+        'parts["quantile_resolution"] = PureDP(plan["epsilon_resolution"], user)',
+        'parts["quantile_resolution_"] = PureDP(0.0, user)',
+        (_AUDIT,),
+        "the grid's draw is not stated among the release's parts: the guarantee's breakdown (and a ledger reading "
+        "it) misses a tenth of the quantiles' spend",
+    ),
+    Mutant(
+        "agg-quantile-level-spends-the-grid-share",
+        "budget-split",
+        _REL,
+        'exponential_mechanism(scores, float(linf), plan["epsilon_quantile"] / l0, src)',
+        'exponential_mechanism(scores, float(linf), plan["epsilon_quantity"] / l0, src)',
+        (_AUDIT,),
+        "each level's per-key draws spend the level's whole share although the grid took a tenth of it: the "
+        "quantiles spend 1.11 times their share, the release more than its epsilon",
+        (1,),
     ),
 ]
 

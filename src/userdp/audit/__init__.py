@@ -21,6 +21,9 @@
   under add/remove-one-user neighbours, by :func:`audit_search` over a few users' distributions on a tiny
   grid (a user removed, a user concentrated on one cell or spread evenly added), with the output projected on
   the mean-difference direction, on one cell's mass, or on its number of distinct values (a tree's leaves).
+* **Per-key aggregates** (:func:`audit_aggregate`): every randomized step of :func:`userdp.releases.aggregate`
+  at its defaults, from what the release hands its samplers (:func:`userdp.noise.trace.recording`), each step's
+  exact loss against its stated share over add/remove-one-person pairs of tiny datasets, earlier choices replayed.
 * **Distinct count** (:func:`audit_distinct_count`): the exact privacy loss of Knop & Steinke's
   Algorithm 1 as implemented (GEM selection by the exact exponential mechanism, then the lattice discrete
   Laplace release) over all add/remove-one-person pairs of tiny datasets, and its exact ``1 - beta``
@@ -36,6 +39,7 @@ userdp's own mechanisms that ``userdp audit`` runs, e.g. :func:`audit_laplace_me
 from .exact import _FLOAT_SLACK as _FLOAT_SLACK
 from .exact import (
     LATTICE_PAIRS_2D,
+    audit_aggregate,
     audit_distinct_count,
     audit_frequency,
     audit_itemwise,
@@ -67,6 +71,7 @@ from .exact import _l2_rho as _l2_rho
 from .exact import _max_log_ratio as _max_log_ratio
 from .exact import _tail_law as _tail_law
 from .mechanisms import (
+    audit_aggregate_release,
     audit_distinct_release,
     audit_distinct_releases,
     audit_every_heatmap,
@@ -108,6 +113,8 @@ __all__ = [
     "audit_search",
     "audit_heatmap",
     "audit_distinct_count",
+    "audit_aggregate",
+    "audit_aggregate_release",
     "set_union_law",
     "audit_set_union",
     "audit_sips",

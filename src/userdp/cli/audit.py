@@ -26,6 +26,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         "itemwise": audit.audit_itemwise_release,
         "distinct": audit.audit_distinct_releases,
         "vocabulary": audit.audit_set_union_releases,
+        "aggregate": audit.audit_aggregate_release,
         "lattice": audit.audit_lattice_mechanisms,
         "laplace": lambda: audit.audit_laplace_mechanism(n, seed),
         "gaussian": lambda: audit.audit_gaussian_mechanism(n, seed),
@@ -52,6 +53,7 @@ def add_parser(sub) -> None:
             "itemwise",
             "distinct",
             "vocabulary",
+            "aggregate",
             "laplace",
             "gaussian",
             "linear",
@@ -60,7 +62,8 @@ def add_parser(sub) -> None:
         ],
         help="lattice: the exact support-and-loss audits of the lattice samplers (Laplace, Gaussian, l1, l2); "
         "heatmap: every heatmap algorithm, statistically, under add/remove-one-user neighbours; vocabulary: the "
-        "exact audit of the weighted and policy set unions",
+        "exact audit of the weighted and policy set unions; aggregate: the exact audit of every step of the per-key "
+        "aggregates (bounds, range, noisy sums, quantiles) against its stated share",
     )
     au.add_argument(
         "--trials", type=number(int, 1, 10**7), default=50_000, help="samples per input (statistical audits)"

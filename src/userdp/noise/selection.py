@@ -9,6 +9,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import ParameterError
+from . import trace as _trace
 from .kernels import _searchsorted_rows
 from .mechanisms import _check_eps, _check_sens
 from .sources import RandomSource, RngLike, resolve_rng
@@ -107,11 +108,26 @@ def exponential_mechanism(
     """
     src = resolve_rng(rng)
     fr, ratio = _selection_inputs(scores, sensitivity, epsilon)
+    mult = _multiplicities(multiplicities, len(fr))
+    log = _trace.active()
+    if log is None:
+        return _exponential_draw(fr, ratio, monotone, mult, src)
+    forced = log.forced()  # the exact auditor's replay of a neighbour's choice (userdp.noise.trace)
+    if forced is not None and not 0 <= forced < len(fr):
+        raise ValueError(f"replayed choice {forced} is not one of {len(fr)} candidates")
+    i = _exponential_draw(fr, ratio, monotone, mult, src) if forced is None else forced
+    _trace.note("exponential", i, scores=np.asarray(scores, dtype=np.float64).reshape(-1).copy(),
+                sensitivity=float(sensitivity), epsilon=float(epsilon), monotone=bool(monotone),
+                multiplicities=np.asarray(mult, dtype=np.int64))  # fmt: skip
+    return i
+
+
+def _exponential_draw(fr: list[Fraction], ratio: Fraction, monotone: bool, mult: list[int], src: RandomSource) -> int:
+    """:func:`exponential_mechanism`'s draw from its checked inputs."""
     c = ratio if monotone else ratio / 2
     smax = max(fr)
     gammas = [c * (smax - s) for s in fr]
     m = len(gammas)
-    mult = _multiplicities(multiplicities, m)
     if m == 1:
         return 0
     ubits, u = 256, src.randbelow(1 << 256)

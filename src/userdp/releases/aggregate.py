@@ -12,6 +12,7 @@ candidate) reaches the driver, which selects, chooses and adds the noise. Engine
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -21,12 +22,14 @@ from ..engines import Engine, get_engine
 from ..engines.base import KeyValues, bounded_item_sums_of, key_records_from_triples
 from ..errors import ParameterError
 from ..noise import RngLike, exponential_mechanism, resolve_rng
+from ..noise.trace import step as draw_step
 from ..privacy.guarantees import ApproxDP, Neighbours, PureDP
 from ..privacy.params import warn_large_delta
 from ..privacy.result import ErrorStatement, Release
 from ..vocabulary import BOUND_GRID, choose_bounds_from_kept, kept_grid_part, select_counted_keys
 from ..vocabulary.aggregates import (
     aggregate_estimates,
+    choose_resolution,
     choose_value_range,
     count_noise_sd,
     integer_laplace,
@@ -37,6 +40,8 @@ from ..vocabulary.aggregates import (
     quantile_scores,
     range_counts_part,
     range_threshold,
+    resolution_counts_part,
+    resolution_levels,
     stat_sums_part,
 )
 
@@ -171,21 +176,23 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
         _, kept = record_sums(partial(kept_grid_part, counted=counted, l0s=plan["l0s"], linfs=plan["linfs"]), width)
         kept = np.asarray(kept, dtype=np.int64).reshape(-1, width)
         kept = kept[0] if kept.shape[0] else np.zeros(width, dtype=np.int64)
-        l0, linf, _ = choose_bounds_from_kept(kept, n_keys, plan["epsilon_select"], eps_q, 0.0, "laplace",
-                                              plan["l0s"], plan["linfs"], rng=src)  # fmt: skip
+        with draw_step("bounds"):
+            l0, linf, _ = choose_bounds_from_kept(kept, n_keys, plan["epsilon_select"], eps_q, 0.0, "laplace",
+                                                  plan["l0s"], plan["linfs"], rng=src)  # fmt: skip
     else:
         l0, linf = plan["l0s"][0], plan["linfs"][0]
     l0, linf = int(l0), int(linf)
     threshold = None
     if plan["range_fixed"]:
         lo, hi = plan["value_range"]
-    else:  # the range: each person's smallest and largest kept value, ranked on the public grid
+    else:  # the range: the kept values beyond each grid point, ranked on the public grid (tie-aware)
         grid = plan["grid"]
         _, rows = value_sums(partial(range_counts_part, counted=counted, l0=l0, linf=linf, grid=grid),
                              1 + 2 * grid.size)  # fmt: skip
         row = rows[0] if len(rows) else np.zeros(1 + 2 * grid.size, dtype=np.int64)
         threshold = range_threshold(n_keys, count_noise_sd(plan, l0, linf, n_keys))
-        lo, hi, _ = choose_value_range(row, grid, plan["epsilon_range"], threshold, l0 * linf, src)
+        with draw_step("range"):
+            lo, hi, _ = choose_value_range(row, grid, plan["epsilon_range"], threshold, l0 * linf, src)
     r, klo, khi = lattice_of(lo, hi)
     w = khi - klo
     sens = {"N": l0 * linf, "U": l0, "S1": l0 * linf * w, "S2": l0 * linf * w * w}
@@ -197,7 +204,8 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
     column = {"N": 0, "U": 1, "S1": 2, "S2": 3}
     for q in plan["quantities"]:
         if q in column:
-            noisy[q], sds[q] = integer_laplace(sums[:, column[q]], sens[q], eps_q, src)
+            with draw_step(q):
+                noisy[q], sds[q] = integer_laplace(sums[:, column[q]], sens[q], eps_q, src)
     out: dict[str, Any] = {"keys": counted}
     est = aggregate_estimates(noisy, lo, hi)
     wanted = [n for n, _ in plan["stats"]]
@@ -205,20 +213,28 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
         if n in est:
             out[n] = est[n]
     levels = [q for n, qs in plan["stats"] if n == "quantile" for q in qs]
-    if levels:  # per key: the exponential mechanism on the lattice points of the range, sensitivity Linf
-        cand = quantile_grid(lo, hi)
+    level = None
+    if levels:  # the grid (one choice for every level), then per key the exponential mechanism on it
+        res = resolution_levels(lo, hi)
+        _, rrows = value_sums(partial(resolution_counts_part, counted=counted, l0=l0, linf=linf, lo=lo, hi=hi),
+                              1 + res.size)  # fmt: skip
+        rrow = rrows[0] if len(rrows) else np.zeros(1 + res.size, dtype=np.int64)
+        with draw_step("quantile_resolution"):  # sensitivity 1: one level per person
+            level, _ = choose_resolution(rrow, res, plan["epsilon_resolution"], rng=src)
+        cand = quantile_grid(lo, hi, level)
         g = cand.size
-        got, rows = value_sums(partial(quantile_counts_part, counted=counted, l0=l0, linf=linf, lo=lo, hi=hi),
-                               2 * g + 1)  # fmt: skip
+        got, rows = value_sums(partial(quantile_counts_part, counted=counted, l0=l0, linf=linf, lo=lo, hi=hi,
+                                       level=level), 2 * g + 1)  # fmt: skip
         table = np.zeros((n_keys, 2 * g + 1), dtype=np.int64)
         if len(got):
             table[np.searchsorted(counted, np.array([str(x) for x in got], dtype=object))] = rows
         out["quantiles"] = {}
         for q in levels:
             picks = np.zeros(n_keys, dtype=np.int64)
-            for i in range(n_keys):  # a person holds at most Linf values of a key, on at most L0 keys
-                scores = quantile_scores(table[i, :g], table[i, g:-1], int(table[i, -1]), q)
-                picks[i] = exponential_mechanism(scores, float(linf), eps_q / l0, src)
+            with draw_step(f"Q{q!r}"):
+                for i in range(n_keys):  # a person holds at most Linf values of a key, on at most L0 keys
+                    scores = quantile_scores(table[i, :g], table[i, g:-1], int(table[i, -1]), q)
+                    picks[i] = exponential_mechanism(scores, float(linf), plan["epsilon_quantile"] / l0, src)
             out["quantiles"][q] = cand[picks].astype(np.float64) * r if n_keys else np.zeros(0)
     out.update({"lo": float(lo), "hi": float(hi), "l0": l0, "linf": linf})
     eps, dlt = plan["epsilon"], plan["delta"]
@@ -234,8 +250,10 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
     if plan["epsilon_range"] > 0:
         parts["range_lo"] = PureDP(plan["epsilon_range"] / 2, user)
         parts["range_hi"] = PureDP(plan["epsilon_range"] / 2, user)
+    if levels:
+        parts["quantile_resolution"] = PureDP(plan["epsilon_resolution"], user)
     for q in plan["quantities"]:
-        parts[q] = PureDP(eps_q, user)
+        parts[q] = PureDP(plan["epsilon_quantile"] if q.startswith("Q") else eps_q, user)
     params = {
         "epsilon": eps,
         "delta": dlt,
@@ -258,8 +276,12 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
         "resolution": r,
         "quantities": list(plan["quantities"]),
         "epsilon_quantity": eps_q,
+        "epsilon_resolution": plan["epsilon_resolution"] if levels else 0.0,
+        "epsilon_quantile": plan["epsilon_quantile"] if levels else 0.0,
+        "quantile_step": math.ldexp(r, level) if level is not None else None,
         "sensitivity": {q: sens[q] for q in plan["quantities"] if q in sens}
-        | {q: f"{linf} per key, {l0} keys" for q in plan["quantities"] if q not in sens},
+        | {q: f"{linf} per key, {l0} keys" for q in plan["quantities"] if q not in sens}
+        | ({"quantile_resolution": 1} if levels else {}),
         "noise_sd": sds,
     }
     error = ErrorStatement(

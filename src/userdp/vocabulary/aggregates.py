@@ -41,9 +41,16 @@ at most ``Linf`` records each):
 * ``U`` persons per key: ``L0`` (a person counts once on each of at most ``L0`` keys);
 * ``S1 = sum y`` (the centred sum): ``L0 Linf W``;
 * ``S2 = sum y^2``: ``L0 Linf W^2``;
-* quantiles: per key, the exponential mechanism over 257 lattice points spread over ``[lo, hi]`` with the
-  rank score :func:`quantile_scores` of sensitivity ``Linf`` (a person holds at most ``Linf`` of the key's
-  values), at ``epsilon_q / L0`` per key (a person touches at most ``L0`` keys).
+* quantiles (:data:`RESOLUTION_FRACTION` = a tenth of their shares for one grid, the rest per level): first
+  the grid, ``2^j`` lattice steps apart (:func:`resolution_levels`: at most 257 points over the range, at
+  least 2 steps), by the exponential mechanism over ``j`` (:func:`choose_resolution`) with the tie-aware rank
+  score of the persons' levels ``v_p`` (the coarsest grid all of a person's kept values lie on,
+  :func:`resolution_counts_part`): one number per person, sensitivity ``max(q, 1 - q) <= 1``; then per key
+  and level the exponential mechanism over that grid's points and the range's ends (:func:`quantile_grid`)
+  with the rank score :func:`quantile_scores` of sensitivity ``Linf`` (a person holds at most ``Linf`` of
+  the key's values), at ``epsilon_level / L0`` per key (a person touches at most ``L0`` keys). On tied
+  values (ratings 1..5, hours) the grid is theirs, so no candidate stands for an empty gap between two
+  values; on continuous ones it is the finest (257 points, as before).
 
 **The estimators** (post-processing): ``sum = mid N~ + (r / 2) S1~`` (PipelineDP's normalized sum: the
 centred sum's sensitivity is ``(hi - lo) / 2`` per record, not ``max(|lo|, |hi|)``); ``mean = mid +
@@ -62,6 +69,7 @@ import pyarrow.compute as pc
 
 from ..errors import ParameterError
 from ..noise import RngLike, calibrate_laplace, discrete_laplace, exponential_mechanism, resolve_rng
+from ..noise import trace as _trace
 
 __all__ = [
     "LATTICE_STEPS",
@@ -71,6 +79,7 @@ __all__ = [
     "VALUE_GRID",
     "aggregate_estimates",
     "bounded_rows",
+    "choose_resolution",
     "choose_value_range",
     "count_noise_sd",
     "domain_grid",
@@ -87,12 +96,16 @@ __all__ = [
     "range_resolution",
     "range_scores",
     "range_threshold",
+    "resolution_counts_part",
+    "resolution_levels",
     "stat_sums_part",
 ]
 
 STATISTICS = ("count", "users", "sum", "mean", "variance", "quantile")
 LATTICE_STEPS = 4096  # the value range spans at most this many lattice steps (W <= 4096: S2 rows below 2^24)
-QUANTILE_POINTS = 257  # the candidates of a per-key quantile: lattice points evenly spread over [lo, hi]
+QUANTILE_POINTS = 257  # a per-key quantile's finest grid has at most this many candidates (plus the ends)
+RESOLUTION_QUANTILE = 0.1  # the quantiles' grid: about this fraction of the persons may have values off it
+RESOLUTION_FRACTION = 0.1  # of the quantiles' budget, the share that chooses their grid (one step for all levels)
 RANGE_RESOLUTION = 1.5  # the range's target is at least this many ln(G) nats of margin (range_resolution)
 RANGE_TAU = 0.5  # the range's target: this many times K sd_N kept values beyond each end (range_threshold)
 DOMAIN_POINTS = 65  # a user-given domain [LO, HI]: the range's candidates, evenly spaced
@@ -189,7 +202,9 @@ def plan_aggregate(
     Laplace). Of what is left, ``epsilon_range = range_fraction`` of it chooses the value range (half for each
     end; nothing with a given ``value_range``), and the rest is split equally between the noisy quantities
     (:func:`quantities_of`), each calibrated at the largest candidate bounds and the widest lattice here, so
-    that no calibration can be refused after the data are read."""
+    that no calibration can be refused after the data are read. With quantiles, :data:`RESOLUTION_FRACTION`
+    of their shares (``epsilon_resolution``) chooses their grid once, and each level's per-key draws get the
+    rest of its share (``epsilon_quantile``)."""
     from .counts import BOUND_GRID, plan_key_counts
 
     if isinstance(stats, str):
@@ -232,6 +247,11 @@ def plan_aggregate(
     eps_q = (rest - eps_range) / len(quantities)
     while eps_range + eps_q * len(quantities) > rest:
         eps_q = math.nextafter(eps_q, 0.0)
+    n_levels = sum(q.startswith("Q") for q in quantities)  # the quantiles: their grid, then one step per level
+    eps_resolution = RESOLUTION_FRACTION * eps_q * n_levels
+    eps_level = (eps_q * n_levels - eps_resolution) / n_levels if n_levels else 0.0
+    while n_levels and eps_resolution + eps_level * n_levels > eps_q * n_levels:
+        eps_level = math.nextafter(eps_level, 0.0)
     l0_max, linf_max = max(base["l0s"]), max(base["linfs"])
     sens = {"N": l0_max * linf_max, "U": l0_max, "S1": l0_max * linf_max * LATTICE_STEPS,
             "S2": l0_max * linf_max * LATTICE_STEPS**2}  # fmt: skip
@@ -240,7 +260,8 @@ def plan_aggregate(
             if q in sens:
                 calibrate_laplace(float(sens[q]), eps_q, dim=1 << 31)
             else:
-                _check_selection_eps(eps_q / l0_max)
+                _check_selection_eps(eps_level / l0_max)
+                _check_selection_eps(eps_resolution)
         if not fixed:
             _check_selection_eps(eps_range / 2)
     except ParameterError as exc:
@@ -251,6 +272,8 @@ def plan_aggregate(
         "quantities": quantities,
         "epsilon_quantity": eps_q,
         "epsilon_range": eps_range,
+        "epsilon_resolution": eps_resolution,
+        "epsilon_quantile": eps_level,
         "range_fixed": fixed,
         "value_range": rng_pair,
         "grid": grid,
@@ -399,19 +422,87 @@ def stat_sums_part(batch: Any, counted: np.ndarray, l0: int, linf: int, lo: floa
     return counted[got], out[got]
 
 
-def quantile_grid(lo: float, hi: float, points: int = QUANTILE_POINTS) -> np.ndarray:
-    """The per-key quantiles' candidates: lattice coordinates evenly spread over ``[k_lo, k_hi]`` (at most
-    ``points``, distinct)."""
+def resolution_levels(lo: float, hi: float, points: int = QUANTILE_POINTS) -> np.ndarray:
+    """The per-key quantiles' candidate resolutions as exponents ``j`` (candidates ``2^j`` lattice steps apart,
+    :func:`quantile_grid`): from the finest that leaves at most ``points - 1`` steps over ``[k_lo, k_hi]`` to
+    the coarsest that leaves at least 2 (public: a function of the range alone)."""
     _, klo, khi = lattice_of(lo, hi)
-    return np.unique(np.round(np.linspace(klo, khi, min(int(points), khi - klo + 1))).astype(np.int64))
+    w = khi - klo
+    finest = (-(-w // (int(points) - 1)) - 1).bit_length()  # the least j with 2^j (points - 1) >= w
+    coarsest = max(finest, (w // 2).bit_length() - 1)  # the largest j with 2^(j + 1) <= w
+    return np.arange(finest, coarsest + 1, dtype=np.int64)
 
 
-def quantile_counts_part(batch: Any, counted: np.ndarray, l0: int, linf: int, lo: float, hi: float):
+def _valuations(k: np.ndarray, top: int) -> np.ndarray:
+    """The 2-adic valuation of each lattice coordinate (how many times 2 divides it), at most ``top`` (0: ``top``)."""
+    k = np.asarray(k, dtype=np.int64)
+    low = k & -k  # the lowest set bit (|k| <= 2^52 + 1, so exact as a float)
+    v = np.full(k.shape, int(top), dtype=np.int64)
+    nz = low != 0
+    v[nz] = np.minimum(np.frexp(np.abs(low[nz]).astype(np.float64))[1] - 1, int(top))
+    return v
+
+
+def resolution_counts_part(batch: Any, counted: np.ndarray, l0: int, linf: int, lo: float, hi: float):
+    """One batch's share of the resolution's rank counts, one row labelled ``""``: the persons with a kept
+    value, then for each level ``j`` of :func:`resolution_levels` the persons whose level ``v_p <= j``. A
+    person's level ``v_p`` is the coarsest level on whose grid all of their kept values inside ``[lo, hi]`` lie
+    (the smallest 2-adic valuation of their lattice coordinates, within the levels; the coarsest when none lies
+    inside): one number per person."""
+    person, _, values = _kept(batch, counted, l0, linf)
+    levels = resolution_levels(lo, hi)
+    row = np.zeros(1 + levels.size, dtype=np.int64)
+    if person.size:
+        top = int(levels[-1])
+        inside = (values >= lo) & (values <= hi)
+        v = np.where(inside, _valuations(_on_lattice(values, lo, hi), top), top)
+        start = np.flatnonzero(np.r_[True, person[1:] != person[:-1]])
+        vp = np.clip(np.minimum.reduceat(v, start), int(levels[0]), top)
+        row[0] = start.size
+        row[1:] = np.searchsorted(np.sort(vp), levels, side="right")  # #{v_p <= j}
+    return np.array([""], dtype=object), row.reshape(1, -1)
+
+
+def choose_resolution(
+    row: np.ndarray, levels: np.ndarray, epsilon: float, q: float = RESOLUTION_QUANTILE, rng: RngLike = None
+) -> tuple[int, dict]:
+    """The quantiles' resolution: the ``q``-quantile of the persons' levels (:func:`resolution_counts_part`,
+    summed over the persons) by the exact exponential mechanism over ``levels`` with the tie-aware rank score
+    :func:`quantile_scores` (``#{v_p < j}`` and ``#{v_p <= j}`` of ``n`` persons): the coarsest grid that at
+    most about a fraction ``q`` of the persons has values off. ``epsilon``-DP (add or remove one person): a
+    person is one ``v_p``, so each count moves by at most 1 and ``q n`` by ``q``: sensitivity
+    ``max(q, 1 - q) <= 1``. A public base measure ``mu(j) ∝ 2^(j - j_min)`` (a score shift ``(2 ln 2 /
+    epsilon) (j - j_min)``, data-independent: the sensitivity stays 1) prefers the coarser of the levels that
+    score alike: every level finer than the data's scores ``-q n``, and each halving of the step doubles the
+    candidates of every key's draw."""
+    row = np.asarray(row, dtype=np.int64).reshape(-1)
+    levels = np.asarray(levels, dtype=np.int64)
+    n, le = int(row[0]), row[1 : 1 + levels.size]
+    lt = np.r_[0, le[:-1]]  # v_p < j  <=>  v_p <= j - 1 (levels are consecutive; none below the first)
+    prior = (2.0 * math.log(2.0) / float(epsilon)) * (levels - levels[0]).astype(np.float64)
+    scores = quantile_scores(le, lt, n, q) + prior
+    i = exponential_mechanism(scores, 1.0, float(epsilon), rng)
+    return int(levels[i]), {"scores": scores}
+
+
+def quantile_grid(lo: float, hi: float, level: int | None = None) -> np.ndarray:
+    """The per-key quantiles' candidates as lattice coordinates: the multiples of ``2^level`` in ``[k_lo, k_hi]``
+    and the two ends (``level`` chosen by :func:`choose_resolution`; ``None``: the finest of
+    :func:`resolution_levels`, at most ``QUANTILE_POINTS + 2`` candidates). On values that lie on a coarse grid
+    (ratings, hours) every candidate is a value the data can take: none stands for an empty gap."""
+    _, klo, khi = lattice_of(lo, hi)
+    step = 1 << int(resolution_levels(lo, hi)[0] if level is None else level)
+    inner = np.arange(-(-klo // step) * step, khi + 1, step, dtype=np.int64)
+    return np.unique(np.r_[np.int64(klo), inner, np.int64(khi)])
+
+
+def quantile_counts_part(batch: Any, counted: np.ndarray, l0: int, linf: int, lo: float, hi: float,
+                         level: int | None = None):  # fmt: skip
     """One batch's share, per key, of ``#{kept values <= c}`` for every candidate ``c`` of :func:`quantile_grid`
     (values on the lattice), then ``#{kept values < c}``, then the key's kept records: ``2 G + 1`` columns."""
     person, code, values = _kept(batch, counted, l0, linf)
     counted = np.asarray(counted, dtype=object)
-    grid = quantile_grid(lo, hi)
+    grid = quantile_grid(lo, hi, level)
     g = grid.size
     if person.size == 0:
         return np.empty(0, dtype=object), np.zeros((0, 2 * g + 1), dtype=np.int64)
@@ -567,12 +658,16 @@ def integer_laplace(
     z = discrete_laplace(cal.t, sums.size, rng)
     e = int(round(math.log2(cal.granularity)))
     out = np.empty(sums.size, dtype=np.float64)
+    lats = []
     for i, (s, dz) in enumerate(zip(sums.tolist(), z.tolist(), strict=True)):
         if e >= 0:
             lat = (s + (1 << e >> 1)) >> e if e > 0 else s  # round half up to g Z
         else:
             lat = s << -e
+        lats.append(lat)
         out[i] = math.ldexp(float(lat + dz), e)
+    _trace.note("laplace", out, lattice=lats, t=int(cal.t), granularity=float(cal.granularity),
+                sensitivity=float(sensitivity), epsilon=float(epsilon))  # fmt: skip  # the exact auditor's view
     return out, math.sqrt(2.0) * cal.scale
 
 
