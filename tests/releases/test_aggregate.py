@@ -301,7 +301,9 @@ def test_the_default_grid_needs_no_domain_and_says_how_the_range_was_chosen():
     text = rel.error.description
     assert "the default grid" in text and f"min({rel.params['range_threshold']:.3g}, half the kept values)" in text
     assert rel.params["value_range"] == "auto" and rel.params["value_domain"] is None
-    assert rel.params["range_threshold"] == pytest.approx(mech.RANGE_TAU * math.sqrt(2) *
+    # T = K sd_N / 2: half the keys' count noise (one key here), the point where a wider range's noise balances
+    # the clipping it removes (the mutant agg-range-target-tau-large)
+    assert rel.params["range_threshold"] == pytest.approx(0.5 * math.sqrt(2) *
                                                           calibrate_laplace(1.0, rel.params["epsilon_quantity"]).scale)
 
 

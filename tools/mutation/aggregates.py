@@ -340,4 +340,24 @@ MUTANTS += [
         (_PA + "test_the_delta_method_is_stated_valid_only_while_the_count_s_noise_is_small",),
         "the plan calls the delta method valid while the count's noise is as large as the count itself",
     ),
+    Mutant(
+        "agg-range-target-tau-large",
+        "threshold",
+        _MECH,
+        "RANGE_TAU = 0.5  #",
+        "RANGE_TAU = 50.0  #",
+        (_RA + "test_the_default_grid_needs_no_domain_and_says_how_the_range_was_chosen",),
+        "the range's target a hundred times the noise-balancing count of values beyond each end: the range closes "
+        "inside the data and clips what the noise would not have cost",
+    ),
+    Mutant(
+        "agg-range-resolution-dropped",
+        "threshold",
+        _MECH,
+        "m = min(max(float(threshold), range_resolution(sensitivity, e, g)), float(row[0]) / 2)",
+        "m = min(float(threshold), float(row[0]) / 2)",
+        (_RA + "test_tied_values_put_the_range_on_their_grid_points_without_a_domain",),
+        "the range's target without the mechanism's resolution: with few keys the target is below what the "
+        "exponential mechanism can place, and the ends drift to the base measure",
+    ),
 ]
