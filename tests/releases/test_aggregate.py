@@ -325,3 +325,31 @@ def test_tied_ratings_get_their_exact_quantiles():
                                  bounds=(3, 1), rng=seed)
         hits += [np.mean(rel.value["quantiles"][q] == true[q]) for q in (0.5, 0.9)]
     assert np.mean(hits) >= 0.8, hits
+
+
+def test_the_mean_divides_by_at_least_two_sds_of_the_count_noise(monkeypatch):
+    """The release's own path with the noise held fixed (the sampler monkeypatched to add nothing and to state
+    an sd of 5): a key with 1 record of the top value gets ``mid + half * S1 / max(N~, 2 sd)`` = 5 + 5/10 on the
+    range [0, 10] (shrunk towards the middle, not thrown to 10); a key with 40 records of 10 gets exactly 10.
+    The floor is the public sd the release states (mutants agg-mean-count-floor-dropped, -not-passed)."""
+    monkeypatch.setattr(agg, "integer_laplace", lambda sums, sens, eps, src: (np.asarray(sums, np.float64), 5.0))
+    persons = [[("a", 10.0)]] + [[("b", 10.0)] for _ in range(40)]
+    rel = releases.aggregate(_table(persons), 1.0, keys=["a", "b"], bounds=(1, 1), value_range=(0.0, 10.0),
+                             stats=["mean", "variance"], engine="memory", rng=1)  # fmt: skip
+    assert rel.params["noise_sd"]["N"] == 5.0
+    assert rel.value["mean"][0] == pytest.approx(5.0 + 5.0 / 10) and rel.value["mean"][1] == pytest.approx(10.0)
+    assert rel.value["variance"][1] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_count_and_users_choose_no_range_and_spend_nothing_on_one():
+    """``count`` and ``users`` read no value: with the range left to its default nothing is spent on choosing
+    one, the statistics get the whole of what is left after the bounds, and the error statement says so (the
+    mutant agg-count-spends-on-a-range)."""
+    t = _table([[("a", 1.0), ("b", 2.0)], [("a", 3.0)]])
+    rel = releases.aggregate(t, 1.0, keys=["a", "b"], stats=["count", "users"], engine="memory", rng=1)
+    assert rel.params["value_range"] == "unused" and rel.params["epsilon_range"] == 0.0
+    assert "range_lo" not in rel.extras["composed_of"]
+    assert rel.params["epsilon_quantity"] == pytest.approx(1.0 * 0.8 / 2)  # bounds 20%, then N and U
+    assert "no value read" in rel.error.description
+    mean = releases.aggregate(t, 1.0, keys=["a", "b"], stats=["count", "mean"], engine="memory", rng=1)
+    assert mean.params["value_range"] == "auto" and mean.params["epsilon_range"] > 0

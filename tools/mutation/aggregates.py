@@ -360,4 +360,31 @@ MUTANTS += [
         "the range's target without the mechanism's resolution: with few keys the target is below what the "
         "exponential mechanism can place, and the ends drift to the base measure",
     ),
+    Mutant(
+        "agg-mean-count-floor-dropped",
+        "noise-scale",
+        _MECH,
+        "n = np.maximum(noisy[\"N\"], max(1.0, MEAN_COUNT_FLOOR * float(count_sd)))",
+        "n = np.maximum(noisy[\"N\"], 1.0)",
+        (_RA + "test_the_mean_divides_by_at_least_two_sds_of_the_count_noise",),
+        "the mean divides by a count within noise of nothing: small keys' means thrown to an end of the range",
+    ),
+    Mutant(
+        "agg-mean-count-floor-not-passed",
+        "noise-scale",
+        _REL,
+        "est = aggregate_estimates(noisy, lo, hi, sds.get(\"N\", 0.0))",
+        "est = aggregate_estimates(noisy, lo, hi)",
+        (_RA + "test_the_mean_divides_by_at_least_two_sds_of_the_count_noise",),
+        "the release does not hand the count's noise sd to the estimators: no floor",
+    ),
+    Mutant(
+        "agg-count-spends-on-a-range",
+        "budget-split",
+        _MECH,
+        "unused = not fixed and all(n in (\"count\", \"users\") for n, _ in parsed)",
+        "unused = False",
+        (_RA + "test_count_and_users_choose_no_range_and_spend_nothing_on_one",),
+        "count and users spend a quarter of what is left on a value range they never read",
+    ),
 ]

@@ -74,7 +74,8 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     charge_and_write_csv(args, rel, out, header, (row(i) for i in range(len(labels))))
     shown = min(len(labels), args.show)
     p = rel.params
-    how = "given" if p["value_range"] == "given" else "chosen privately"
+    how = {"given": "given", "unused": "not used: count and users read no value"}
+    how = how.get(p["value_range"], "chosen privately")
     result = {
         "keys_released": int(len(labels)),
         "keys": p["keys"],

@@ -233,7 +233,7 @@ def aggregate(
     noisy = {q: exact[q] + discrete_laplace(c.t, SIMULATED, rng).astype(np.float64) * c.granularity
              for q, c in cals.items()}  # fmt: skip
     truth = aggregate_estimates({q: np.array([exact[q]]) for q in cals}, lo, hi)
-    est = aggregate_estimates(noisy, lo, hi)
+    est = aggregate_estimates(noisy, lo, hi, math.sqrt(var["N"]) if "N" in var else 0.0)  # the release's floor
 
     out: dict[str, Prediction] = {}
     for name in wanted:

@@ -207,7 +207,7 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
             with draw_step(q):
                 noisy[q], sds[q] = integer_laplace(sums[:, column[q]], sens[q], eps_q, src)
     out: dict[str, Any] = {"keys": counted}
-    est = aggregate_estimates(noisy, lo, hi)
+    est = aggregate_estimates(noisy, lo, hi, sds.get("N", 0.0))
     wanted = [n for n, _ in plan["stats"]]
     for n in wanted:
         if n in est:
@@ -267,7 +267,7 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
         "epsilon_select": plan["epsilon_select"],
         "l0": l0,
         "linf": linf,
-        "value_range": "given" if plan["range_fixed"] else "auto",
+        "value_range": "unused" if plan["range_unused"] else "given" if plan["range_fixed"] else "auto",
         "value_domain": plan["value_domain"],
         "range_threshold": threshold,
         "epsilon_range": plan["epsilon_range"],
@@ -285,8 +285,10 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
         "noise_sd": sds,
     }
     error = ErrorStatement(
-        f"values clipped to [{lo:.6g}, {hi:.6g}] ({'given' if plan['range_fixed'] else 'chosen privately'}) on a "
-        f"lattice of step {r:.3g}; each person's {l0} keys of most records and at most {linf} records on each "
+        ("no value read (count and users only: no range chosen, nothing spent on one); " if plan["range_unused"]
+         else f"values clipped to [{lo:.6g}, {hi:.6g}] ({'given' if plan['range_fixed'] else 'chosen privately'}) "
+              f"on a lattice of step {r:.3g}; ")
+        + f"each person's {l0} keys of most records and at most {linf} records on each "
         f"({'chosen by GEM' if plan['auto'] else 'given'}); " + "; ".join(f"{q} noise sd {sds[q]:.3g}" for q in sds)
         + (f"; the range was chosen privately over "
            f"{'the default grid (0 and +-{1, 1.25, 1.5, 1.75} 2^j)' if plan['value_domain'] is None else 'the domain'}"
