@@ -19,7 +19,11 @@ statistic, epsilon, library, setting, run) to ``--out``:
   ``guessed`` and ``best``; OpenDP has no private bound helper. ``truncate_num_groups(keep="sample")`` fails
   on Polars 1.36 (a struct with two fields named ``key``), so the keys are relabelled by a fresh random
   permutation each run and ``keep="first"`` keeps each person's first keys in that order: what ``"sample"``
-  does (one hash order of the keys for every person).
+  does (one hash order of the keys for every person). ``truncate_num_groups(k)`` keeps ``k - 1`` groups per
+  person (it filters ``rank("dense") < k`` and the dense rank starts at 1; with ``k = 1`` it keeps nothing) while
+  its stability map charges ``k`` (checked with ``summarize()``: L0 = 2, Linf = 1 gives the scale of 2 per unit
+  of epsilon, and each person keeps one key); so ``truncate_num_groups(L0 + 1)`` is passed, which keeps ``L0``
+  keys at the noise of ``L0 + 1``, the closest OpenDP 0.16 comes to ``L0``.
 
 Run: /tmp/pdpenv/bin/python experiments/peers/aggregates_pipelinedp.py --cache DIR --out FILE [--libs pipelinedp,opendp]
 """
@@ -110,7 +114,7 @@ def opendp_runner(df, keys):
                 "mean": lambda: v.dp.mean((float(lo), float(hi))),
                 "median": lambda: v.dp.median(cands)}[stat]()  # fmt: skip
         q = (ctx.query().truncate_per_group(int(linf), by=["key"])
-             .truncate_num_groups(int(l0), by=["key"], keep="first")
+             .truncate_num_groups(int(l0) + 1, by=["key"], keep="first")  # keeps L0 groups: see the docstring
              .group_by("key").agg(expr.alias("est"))
              .with_keys(pl.LazyFrame({"key": np.arange(len(keys))})))  # fmt: skip
         # LazyFrameQuery.resolve() binary-searches the global scale (10-20 s a query here); the loss is
