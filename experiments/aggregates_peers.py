@@ -6,7 +6,7 @@ Tasks (persons -> public keys; every key of the data is public, the same keys fo
 
 * ``amazon``: Amazon Fashion 5-core, the rating (1..5 stars) per product, reviewers as persons;
 * ``fsq_category``: Foursquare NYC, per venue category (251), the check-ins (count) and the local check-in
-  hour (``utc_date_time + utc_offset_min``, 0..23; mean, variance, median);
+  hour (``utc_date_time + utc_offset_min``, 0..23; mean, median);
 * ``fsq_subway``: Foursquare NYC, per venue of the category "Subway" (430 venues with a check-in, standing in for
   the public list of subway stations), the check-ins and the mean local hour;
 * ``imdb``: IMDB reviews, the rating (1..10) per film (``movie``), each review a person (so L0 = Linf = 1).
@@ -26,7 +26,10 @@ Settings, each at the same total epsilon (0.5, 1, 2, 4), pure DP, user-level (ad
   ``setting``).
 
 Error: per run, the mean (and the median) over the public keys of the absolute error against the non-private
-statistic of every record; averaged over ``--runs`` runs (10). Every library's estimates get the same public
+statistic of every record; averaged over ``--runs`` runs (10; 2 for PipelineDP and Tumult on the Foursquare
+categories and IMDB, 3 (2) for the Foursquare category median: ``TASKS``). Tumult runs at epsilon 1 and 4 on
+count, mean and median only (``TUMULT``); variance on Amazon only; no median on IMDB (userdp's per-key quantile
+takes about 130 s a release on its 7,036 films). Every library's estimates get the same public
 post-processing (``peers/_common.py``: counts at least 0, means and medians clipped to the range used).
 
 The peers run in their own environments: ``experiments/peers/aggregates_pipelinedp.py`` (PipelineDP, OpenDP;
