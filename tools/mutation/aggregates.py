@@ -387,4 +387,22 @@ MUTANTS += [
         (_RA + "test_count_and_users_choose_no_range_and_spend_nothing_on_one",),
         "count and users spend a quarter of what is left on a value range they never read",
     ),
+    Mutant(
+        "agg-plan-quantile-rank-too-small",
+        "threshold",
+        _PLAN,
+        "rank = 2.0 * l0 * linf * (math.log(grid_size) + math.log(1.0 / float(beta))) / eps_level",
+        "rank = 0.25 * l0 * linf * (math.log(grid_size) + math.log(1.0 / float(beta))) / eps_level",
+        (_PA + "test_the_quantile_rank_bound_holds_for_the_release_s_draws_and_is_not_loose_by_more_than_a_few_times",),
+        "the plan promises a quantile eight times closer (in records) than the exponential mechanism delivers",
+    ),
+    Mutant(
+        "agg-plan-quantile-rank-too-large",
+        "threshold",
+        _PLAN,
+        "rank = 2.0 * l0 * linf * (math.log(grid_size) + math.log(1.0 / float(beta))) / eps_level",
+        "rank = 40.0 * l0 * linf * (math.log(grid_size) + math.log(1.0 / float(beta))) / eps_level",
+        (_PA + "test_the_quantile_rank_bound_holds_for_the_release_s_draws_and_is_not_loose_by_more_than_a_few_times",),
+        "the plan's quantile bound twenty times what the release delivers: vacuous",
+    ),
 ]

@@ -25,12 +25,13 @@ steps):
 (the delta method holds when the count's noise is small against ``N``: :attr:`AggregatePrediction.valid`);
 the quantiles of ``|error|`` of sum, mean and variance come from the exact noise law pushed through the
 release's own estimators (clamps included), seeded, public. A quantile's error is in *ranks*: the exponential
-mechanism over the key's ``G`` candidates (:func:`~userdp.vocabulary.aggregates.quantile_grid`: 257 lattice
-points of the range), score sensitivity
-``Linf`` at ``epsilon_quantity / L0``, releases with probability at least ``1 - beta`` a candidate within
-``2 L0 Linf (ln G + ln(1 / beta)) / epsilon_quantity`` records of a ``q``-quantile beyond the records between
-the nearest candidate and it (the exponential mechanism's utility theorem); the error in value units is that
-many records' spread, which the data decide, plus the candidates' spacing ``(hi - lo) / 256``.
+mechanism over the key's ``G`` candidates (:func:`~userdp.vocabulary.aggregates.quantile_grid`: at most 259,
+the finest grid; a coarser one chosen privately has fewer), score sensitivity
+``Linf`` at ``epsilon_quantile / L0`` (each level's share less the grid's), releases with probability at least
+``1 - beta`` a candidate within ``2 L0 Linf (ln G + ln(1 / beta)) / epsilon_quantile`` records of a
+``q``-quantile beyond the records between the nearest candidate and it (the exponential mechanism's
+utility theorem); the error in value units is that many records' spread, which the data decide, plus the
+candidates' spacing ``(hi - lo) / 256``.
 
 **Not predicted:** the bias of the bounds and of the range (records dropped beyond ``(L0, Linf)``, values
 clipped to ``[lo, hi]``). With a given ``value_range`` and given ``bounds`` that keep every person whole the
@@ -266,13 +267,15 @@ def aggregate(
     for name, levels in plan["stats"]:
         if name != "quantile":
             continue
-        rank = 2.0 * l0 * linf * (math.log(grid_size) + math.log(1.0 / float(beta))) / eps_q
+        eps_level = plan["epsilon_quantile"]  # each level's per-key draws (the grid's share is apart)
+        rank = 2.0 * l0 * linf * (math.log(grid_size) + math.log(1.0 / float(beta))) / eps_level
         for level in levels:
             out[f"quantile:{level!r}"] = Prediction(
                 "aggregate", f"records between one key's released {level:g}-quantile and a true one",
                 {1.0 - float(beta): rank}, False,
-                f"the exponential mechanism's utility theorem: {grid_size} candidates, score sensitivity {linf} at "
-                f"epsilon {eps_q:.4g} / {l0} keys; beyond the records between the nearest candidate (spacing "
+                f"the exponential mechanism's utility theorem: at most {grid_size} candidates (the finest grid), "
+                f"score sensitivity {linf} at epsilon {eps_level:.4g} / {l0} keys; beyond the records between the "
+                "nearest candidate (spacing "
                 f"{(hi - lo) / max(grid_size - 1, 1):.4g}) and the quantile. In value units: that many records' "
                 "spread around the quantile, which the data decide (not predicted)",
                 {"rank fraction": rank / n, "spacing": (hi - lo) / max(grid_size - 1, 1)},
