@@ -45,6 +45,7 @@ def test_key_counts_inverse_is_the_smallest_epsilon_that_meets_the_target():
         plan.key_counts_epsilon(1e-9, 0.9, l0=8, linf=4)
 
 
+@pytest.mark.slow  # 2,000 releases, about 33 s: the README test command stays under 5 minutes
 def test_vocabulary_prediction_matches_the_release_rate_and_its_inverse(monkeypatch):
     """An item held by 45 one-item persons: the predicted release probability against 2,000 releases. (The
     Gaussian calibrations, deterministic functions of the public parameters, are memoized: the zCDP searches
