@@ -5,9 +5,9 @@ keys (unless public), the contribution bounds ``(L0, Linf)`` and the value range
 
 Every per-person step runs where the data are, on batches of whole persons
 (:meth:`~userdp.engines.Engine.key_value_sums`): the key selection's bounded keys, the bounds' kept records,
-the range's per-person smallest and largest kept values, and the per-key sums. One row per key (or per
-candidate) reaches the driver, which selects, chooses and adds the noise. Engines: memory, DuckDB (and
-``"chunked"``) and Spark, equal values on the same seed.
+the range's counts of kept values beyond each grid point, the quantiles' per-person grid levels and the
+per-key sums. One row per key (or per candidate) reaches the driver, which selects, chooses and adds the
+noise. Engines: memory, DuckDB (and ``"chunked"``) and Spark, equal values on the same seed.
 """
 
 from __future__ import annotations
