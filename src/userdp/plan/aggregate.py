@@ -48,7 +48,13 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..noise import calibrate_laplace, discrete_laplace
-from ..vocabulary.aggregates import aggregate_estimates, lattice_of, plan_aggregate, quantile_grid
+from ..vocabulary.aggregates import (
+    aggregate_estimates,
+    lattice_of,
+    plan_aggregate,
+    quantile_grid,
+    quantity_sensitivities,
+)
 from .common import Prediction, confidences, laplace_abs_quantile, simulated_quantile
 
 __all__ = ["AggregatePrediction", "aggregate"]
@@ -223,7 +229,7 @@ def aggregate(
     m1 = (mu - mid) / half
     m2 = (sd_v**2 + (mu - mid) ** 2) / half**2
     eps_q = plan["epsilon_quantity"]
-    sens = {"N": l0 * linf, "U": l0, "S1": l0 * linf * w, "S2": l0 * linf * w * w}
+    sens = quantity_sensitivities(l0, linf, w)
     cals = {q: calibrate_laplace(float(sens[q]), eps_q, dim=int(n_keys)) for q in plan["quantities"] if q in sens}
     var = {q: _variance_of(c) for q, c in cals.items()}
     wanted = [name for name, _ in plan["stats"]]

@@ -38,6 +38,7 @@ from ..vocabulary.aggregates import (
     quantile_counts_part,
     quantile_grid,
     quantile_scores,
+    quantity_sensitivities,
     range_counts_part,
     range_threshold,
     resolution_counts_part,
@@ -195,7 +196,7 @@ def aggregate_from_sums(value_sums: Any, plan: dict, *, public_keys: np.ndarray 
             lo, hi, _ = choose_value_range(row, grid, plan["epsilon_range"], threshold, l0 * linf, src)
     r, klo, khi = lattice_of(lo, hi)
     w = khi - klo
-    sens = {"N": l0 * linf, "U": l0, "S1": l0 * linf * w, "S2": l0 * linf * w * w}
+    sens = quantity_sensitivities(l0, linf, w)
     sums = np.zeros((n_keys, 4), dtype=np.int64)
     got, rows = value_sums(partial(stat_sums_part, counted=counted, l0=l0, linf=linf, lo=lo, hi=hi), 4)
     if len(got):

@@ -90,6 +90,7 @@ __all__ = [
     "lattice_of",
     "parse_stat",
     "plan_aggregate",
+    "quantity_sensitivities",
     "quantile_counts_part",
     "quantile_grid",
     "quantile_scores",
@@ -260,8 +261,7 @@ def plan_aggregate(
     while n_levels and eps_resolution + eps_level * n_levels > eps_q * n_levels:
         eps_level = math.nextafter(eps_level, 0.0)
     l0_max, linf_max = max(base["l0s"]), max(base["linfs"])
-    sens = {"N": l0_max * linf_max, "U": l0_max, "S1": l0_max * linf_max * LATTICE_STEPS,
-            "S2": l0_max * linf_max * LATTICE_STEPS**2}  # fmt: skip
+    sens = quantity_sensitivities(l0_max, linf_max, LATTICE_STEPS)
     try:
         for q in quantities:
             if q in sens:
@@ -642,6 +642,14 @@ def choose_value_range(
     s_hi = range_scores(above[i + 1 :], inner, m) + range_prior(levels[i + 1 :], levels[i], e, sensitivity)
     j = i + 1 + exponential_mechanism(s_hi, float(sensitivity), e, src)
     return float(grid[i]), float(grid[j]), {"scores_lo": s_lo, "scores_hi": s_hi, "target": m}
+
+
+def quantity_sensitivities(l0: int, linf: int, width: int) -> dict[str, int]:
+    """The l1 sensitivities of the noisy quantities under the bounds ``(l0, linf)`` and a lattice range of
+    ``width`` half steps (``W = k_hi - k_lo``; see the module): ``N`` ``L0 Linf``, ``U`` ``L0``, ``S1``
+    ``L0 Linf W``, ``S2`` ``L0 Linf W^2``. One definition for the release, its plan and the plan's
+    calibration check."""
+    return {"N": l0 * linf, "U": l0, "S1": l0 * linf * width, "S2": l0 * linf * width * width}
 
 
 def count_noise_sd(plan: dict, l0: int, linf: int, n_keys: int) -> float:
